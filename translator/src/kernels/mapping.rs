@@ -1,0 +1,234 @@
+//! Every CUDA-to-HIP mapping the kernel rules apply, as data.
+//!
+//! The rules in [`super::rules`] are the mechanism; what they map lives here,
+//! so that supporting a new upstream construct is usually one new row.
+//! Targets named `candle_*` are defined by the compat headers that the
+//! translator writes next to the kernels (`translator/compat/*.h`).
+
+/// `#include` targets: CUDA header → HIP replacement, or `None` when the compat
+/// prelude (included first by every generated file) already provides it.
+pub const INCLUDES: &[(&str, Option<&str>)] = &[
+    ("cuda_fp16.h", None),
+    ("cuda_bf16.h", None),
+    ("cuda_fp8.h", None),
+    ("cuda_runtime.h", None),
+    ("cuda.h", None),
+    ("mma.h", Some("candle_hip_wmma.h")),
+    ("cuda/std/limits", Some("limits")),
+    ("thrust/device_ptr.h", Some("candle_hip_thrust.h")),
+    ("thrust/scan.h", Some("candle_hip_thrust.h")),
+    ("thrust/execution_policy.h", Some("candle_hip_thrust.h")),
+    ("cub/cub.cuh", Some("candle_hip_cub.h")),
+    // Headers that hipify-perl writes; the prelude already provides them, so
+    // the output is the same whether or not hipify-perl ran first.
+    ("hip/hip_runtime.h", None),
+    ("hip/hip_fp16.h", None),
+    ("hip/hip_bf16.h", None),
+    ("hip/hip_bfloat16.h", None),
+];
+
+/// Standard C/C++ headers that pass through unchanged.
+pub const STANDARD_INCLUDES: &[&str] = &[
+    "cassert", "cfloat", "climits", "cmath", "cstddef", "cstdint", "cstdio", "cstdlib", "cstring", "float.h", "limits", "limits.h",
+    "math.h", "stdint.h", "stdio.h", "stdlib.h", "string.h", "type_traits", "utility", "vector", "algorithm", "array",
+];
+
+/// The header every generated file includes first.
+pub const COMPAT_PRELUDE: &str = "candle_hip_compat.h";
+
+/// Compat headers written into `generated/kernels/` (name, text).
+pub const COMPAT_HEADERS: &[(&str, &str)] = &[
+    ("candle_hip_compat.h", include_str!("../../compat/candle_hip_compat.h")),
+    ("candle_fp_convert.h", include_str!("../../compat/candle_fp_convert.h")),
+    ("candle_hip_wmma.h", include_str!("../../compat/candle_hip_wmma.h")),
+    ("candle_hip_thrust.h", include_str!("../../compat/candle_hip_thrust.h")),
+    ("candle_hip_cub.h", include_str!("../../compat/candle_hip_cub.h")),
+    ("candle_hip_overloads.h", include_str!("../../compat/candle_hip_overloads.h")),
+];
+
+/// Qualified names (`::`-joined, trivia between the parts ignored) → replacement.
+/// Matched before [`IDENTIFIERS`].
+pub const QUALIFIED: &[(&[&str], &str)] = &[
+    (&["nvcuda", "wmma"], "candle_wmma"),
+    (&["thrust", "cuda", "par"], "candle_thrust::hip::par"),
+    (&["cuda", "std"], "std"),
+];
+
+/// Identifier renames: CUDA (or hipify-perl) name → name defined by HIP or by the compat headers.
+pub const IDENTIFIERS: &[(&str, &str)] = &[
+    // bf16 and fp8 types: our own layout-compatible types (HIP 5.2.3 has no
+    // hip_bf16.h; fp8 must be OCP e4m3fn on every arch, never FNUZ).
+    ("__nv_bfloat16", "candle_bf16"),
+    ("nv_bfloat16", "candle_bf16"),
+    ("__hip_bfloat16", "candle_bf16"),
+    ("__nv_bfloat162", "candle_bf16x2"),
+    ("nv_bfloat162", "candle_bf16x2"),
+    ("__hip_bfloat162", "candle_bf16x2"),
+    ("__nv_fp8_e4m3", "candle_fp8_e4m3"),
+    ("__hip_fp8_e4m3", "candle_fp8_e4m3"),
+    ("__NV_E4M3", "CANDLE_FP8_E4M3_INTERP"),
+    ("__HIP_E4M3", "CANDLE_FP8_E4M3_INTERP"),
+    ("__nv_cvt_fp8_to_halfraw", "candle_cvt_fp8_to_halfraw"),
+    ("__hip_cvt_fp8_to_halfraw", "candle_cvt_fp8_to_halfraw"),
+    ("__CUDA_FP8_TYPES_EXIST__", "CANDLE_FP8_TYPES_EXIST"),
+    // nvcc's list of compiled arches: never defined on AMD (a name nothing defines)
+    ("__CUDA_ARCH_LIST__", "CANDLE_NO_CUDA_ARCH_LIST"),
+    // bf16 conversions
+    ("__float2bfloat16", "candle_float2bf16"),
+    ("__float2bfloat16_rn", "candle_float2bf16"),
+    ("__bfloat162float", "candle_bf162float"),
+    // half/bf16 math that HIP 5.2.3 lacks or that must also take candle_bf16
+    ("__hmax", "candle_hmax"),
+    ("__hmin", "candle_hmin"),
+    ("__hmax_nan", "candle_hmax_nan"),
+    ("__hmin_nan", "candle_hmin_nan"),
+    ("__hisnan", "candle_hisnan"),
+    ("hsqrt", "candle_hsqrt"),
+    ("hcos", "candle_hcos"),
+    ("hsin", "candle_hsin"),
+    ("hlog", "candle_hlog"),
+    ("hexp", "candle_hexp"),
+    ("__habs", "candle_habs"),
+    // integer SIMD intrinsics, exact portable versions
+    ("__dp4a", "candle_dp4a"),
+    ("__vsub4", "candle_vsub4"),
+    ("__vsubss4", "candle_vsubss4"),
+    ("__vcmpne4", "candle_vcmpne4"),
+    // warp reductions over a logical 32-lane warp (mask dropped by warp-sync-intrinsics)
+    ("__reduce_add_sync", "candle_reduce_add_w32"),
+    ("__reduce_max_sync", "candle_reduce_max_w32"),
+    ("__trap", "candle_trap"),
+    // nvcuda::wmma collectives (the namespace itself is in QUALIFIED)
+    ("load_matrix_sync", "wmma_load_matrix"),
+    ("store_matrix_sync", "wmma_store_matrix"),
+    ("mma_sync", "wmma_mma"),
+    // `using namespace nvcuda;` (then `wmma::...`): an alias namespace holding `wmma`
+    ("nvcuda", "candle_nvcuda"),
+    // thrust / cub: our own small implementations
+    ("thrust", "candle_thrust"),
+    ("cub", "candle_cub"),
+    // host runtime API used by the static-library launchers
+    ("cudaStream_t", "hipStream_t"),
+    ("cudaError_t", "hipError_t"),
+    ("cudaError", "hipError_t"),
+    ("cudaSuccess", "hipSuccess"),
+    ("cudaGetLastError", "hipGetLastError"),
+    ("cudaGetErrorString", "hipGetErrorString"),
+    ("cudaGetDevice", "hipGetDevice"),
+    ("cudaMemsetAsync", "hipMemsetAsync"),
+    ("cudaMemcpyAsync", "hipMemcpyAsync"),
+    ("cudaMallocAsync", "hipMallocAsync"),
+    ("cudaFreeAsync", "hipFreeAsync"),
+    ("cudaFuncSetAttribute", "candle_func_set_attribute"),
+    ("cudaFuncAttributeMaxDynamicSharedMemorySize", "hipFuncAttributeMaxDynamicSharedMemorySize"),
+    ("cudaMemcpyDeviceToDevice", "hipMemcpyDeviceToDevice"),
+    ("cudaMemcpyHostToDevice", "hipMemcpyHostToDevice"),
+    ("cudaMemcpyDeviceToHost", "hipMemcpyDeviceToHost"),
+];
+
+/// The value an `__CUDA_ARCH__ <op> <operand>` comparison takes on AMD GPUs.
+///
+/// Keyed by how upstream spells the threshold, because one number means
+/// different features in different places: Candle's own `>= 800` guards the
+/// bf16 kernels (which must exist on AMD), while ggml's
+/// `>= GGML_CUDA_CC_AMPERE` guards NVIDIA tensor-core and `cp.async` paths
+/// (which must not). Every row holds on every AMD arch we target.
+pub struct ArchGuard {
+    pub op: &'static str,
+    pub operand: &'static str,
+    pub value: bool,
+    pub why: &'static str,
+}
+
+const fn guard(op: &'static str, operand: &'static str, value: bool, why: &'static str) -> ArchGuard {
+    ArchGuard { op, operand, value, why }
+}
+
+pub const ARCH_GUARDS: &[ArchGuard] = &[
+    guard(">=", "530", true, "f16 arithmetic: native on AMD"),
+    guard(">=", "800", true, "bf16 kernels: compat candle_bf16"),
+    guard("<", "800", false, "bf16 kernels: compat candle_bf16"),
+    guard(">=", "890", true, "fp8 kernels: compat OCP e4m3"),
+    guard("<", "600", false, "double atomicAdd: native on AMD"),
+    guard("<", "700", true, "no 16-bit atomicCAS on AMD: use the 32-bit CAS path"),
+    guard(">=", "MIN_CC_DP4A", true, "dp4a: compat candle_dp4a"),
+    guard(">=", "GGML_CUDA_CC_DP4A", true, "dp4a: compat candle_dp4a"),
+    guard(">=", "GGML_CUDA_CC_PASCAL", true, "fp16 available on AMD"),
+    guard("!=", "610", true, "fast fp16 on AMD"),
+    guard("==", "GGML_CUDA_CC_VOLTA", false, "no NVIDIA Volta mma on AMD"),
+    guard(">=", "GGML_CUDA_CC_VOLTA", false, "no NVIDIA tensor cores on AMD"),
+    guard("<", "GGML_CUDA_CC_VOLTA", true, "no NVIDIA tensor cores on AMD"),
+    guard(">=", "GGML_CUDA_CC_TURING", false, "no NVIDIA mma/ldmatrix on AMD"),
+    guard(">=", "GGML_CUDA_CC_AMPERE", false, "no NVIDIA mma/cp.async/redux on AMD"),
+    guard(">=", "GGML_CUDA_CC_BLACKWELL", false, "no NVIDIA Blackwell mma on AMD"),
+    guard("<", "GGML_CUDA_CC_RUBIN", true, "below any NVIDIA arch"),
+];
+
+/// CUDA toolkit version macros. HIP defines none of them, so in preprocessor
+/// conditions they read as 0 (as they would under hipcc); every feature they
+/// gate upstream is provided by HIP or the compat headers instead.
+pub const TOOLKIT_VERSION_MACROS: &[&str] =
+    &["CUDA_VERSION", "CUDART_VERSION", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__", "__CUDACC_VER_BUILD__"];
+
+/// Inline assembly with a known exact C++ meaning. `template` is the asm
+/// string with whitespace collapsed; in `replacement`, `{N}` is operand N
+/// (outputs first, then inputs, as in the asm operand numbering).
+pub struct AsmRewrite {
+    pub template: &'static str,
+    pub replacement: &'static str,
+    pub why: &'static str,
+}
+
+pub const ASM_REWRITES: &[AsmRewrite] = &[
+    AsmRewrite {
+        template: "cvt.rn.f16.f32 %0, %1;",
+        replacement: "{0} = __half_as_ushort(__float2half_rn({1}));",
+        why: "PTX float to f16, round to nearest even",
+    },
+    AsmRewrite {
+        template: "v_cvt_f16_f32 %0, %1;",
+        replacement: "{0} = __half_as_ushort(__float2half_rn({1}));",
+        why: "GCN float to f16, round to nearest even (upper half zero)",
+    },
+];
+
+/// Warp-synchronous intrinsics: CUDA name → (HIP name, index of the value
+/// argument after the mask is dropped, whether a width argument exists).
+/// CUDA's default width is 32; HIP's is the wavefront size (64 on CDNA), so
+/// the translation always spells the width out: a logical warp is 32 lanes
+/// on every AMD arch, and results are the same on wave32 and wave64.
+pub const WARP_SYNC_INTRINSICS: &[(&str, &str, bool)] = &[
+    ("__shfl_sync", "__shfl", true),
+    ("__shfl_xor_sync", "__shfl_xor", true),
+    ("__shfl_up_sync", "__shfl_up", true),
+    ("__shfl_down_sync", "__shfl_down", true),
+    ("__reduce_add_sync", "candle_reduce_add_w32", false),
+    ("__reduce_max_sync", "candle_reduce_max_w32", false),
+    ("__reduce_min_sync", "candle_reduce_min_w32", false),
+];
+
+/// The width a CUDA warp has: the implicit shuffle width made explicit.
+pub const LOGICAL_WARP_WIDTH: &str = "32";
+
+/// Functions whose HIP overload set differs from CUDA's (HIP 5.2 has no
+/// `min(unsigned, unsigned)`, no 16-bit `atomicAdd`, no signed 64-bit
+/// `atomicMax`): calls (an identifier directly followed by `(`, not a member
+/// or a qualified name like `numeric_limits<T>::max()`) go to compat
+/// functions that forward to HIP's where they exist.
+pub const CALL_RENAMES: &[(&str, &str)] = &[
+    ("min", "candle_min"),
+    ("max", "candle_max"),
+    ("atomicAdd", "candle_atomic_add"),
+    ("atomicMax", "candle_atomic_max"),
+    ("atomicMin", "candle_atomic_min"),
+];
+
+/// Identifiers that must not survive translation outside comments and
+/// strings (exact names).
+pub const FORBIDDEN_IDENTIFIERS: &[&str] = &[
+    "asm", "__asm", "__asm__", "nvcuda", "thrust", "cub", "__trap", "__syncwarp", "__activemask", "__dp4a", "__dp2a_lo", "__dp2a_hi",
+    "CUDA_VERSION", "CUDART_VERSION", "__CUDA_ARCH__", "__CUDA_ARCH_LIST__", "__CUDACC__", "__NVCC__",
+];
+
+/// Identifier prefixes that mark CUDA-only names.
+pub const FORBIDDEN_PREFIXES: &[&str] = &["__nv_", "__NV_", "__CUDA", "__CUDACC", "__vsub", "__vadd", "__vcmp", "__vabs", "__vmax", "__vmin"];

@@ -1,0 +1,129 @@
+//! Rule `inline-asm`: inline assembly with a known exact meaning becomes C++.
+//!
+//! PTX cannot run on AMD, and even AMD assembly is better left to the
+//! compiler. Each `asm [volatile] ("template" : outputs : inputs);` statement
+//! is matched against [`ASM_REWRITES`] by its template and rewritten with its
+//! operand expressions; anything else is an error naming the template.
+//! (The NVIDIA matrix-core asm upstream sits in branches that
+//! `fold-conditionals` has already removed.)
+
+use super::tokens::{matching_paren, next_significant, text_of, tokens_from};
+use super::{TreeFacts, Unit};
+use crate::kernels::mapping::ASM_REWRITES;
+use crate::lexer::{Token, TokenKind};
+use crate::TranslateError;
+
+const ASM_KEYWORDS: &[&str] = &["asm", "__asm", "__asm__"];
+const QUALIFIERS: &[&str] = &["volatile", "__volatile__", "inline", "goto"];
+
+pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
+    let mut count = 0;
+    let mut i = 0;
+    while i < unit.tokens.len() {
+        let t = &unit.tokens[i];
+        if t.kind != TokenKind::Ident || !ASM_KEYWORDS.contains(&t.text.as_str()) {
+            i += 1;
+            continue;
+        }
+        let at = t.line;
+        let fail = |construct: String, reason: &str| TranslateError::unsupported(&unit.path, at, construct, reason);
+        let mut open = next_significant(&unit.tokens, i + 1).ok_or_else(|| fail("asm".into(), "truncated asm statement"))?;
+        while unit.tokens[open].kind == TokenKind::Ident && QUALIFIERS.contains(&unit.tokens[open].text.as_str()) {
+            open = next_significant(&unit.tokens, open + 1).ok_or_else(|| fail("asm".into(), "truncated asm statement"))?;
+        }
+        if !unit.tokens[open].is_punct("(") {
+            return Err(fail("asm".into(), "asm without an operand list"));
+        }
+        let close = matching_paren(&unit.tokens, open).ok_or_else(|| fail("asm(".into(), "unbalanced asm statement"))?;
+        let stmt = parse(&unit.tokens[open + 1..close]).ok_or_else(|| fail("asm(...)".into(), "unparsable asm statement"))?;
+        let Some(rewrite) = ASM_REWRITES.iter().find(|r| r.template == stmt.template) else {
+            return Err(fail(format!("asm(\"{}\")", stmt.template), "no exact C++ or HIP meaning known for this inline assembly (add a row to kernels::mapping::ASM_REWRITES)"));
+        };
+        let mut text = rewrite.replacement.to_string();
+        for (n, operand) in stmt.operands.iter().enumerate() {
+            text = text.replace(&format!("{{{n}}}"), operand);
+        }
+        // the statement's own `;` follows the `)`; the replacement carries one
+        let end = next_significant(&unit.tokens, close + 1).filter(|&s| unit.tokens[s].is_punct(";")).unwrap_or(close);
+        let replacement: Vec<Token> = tokens_from(&text, at);
+        let len = replacement.len();
+        unit.tokens.splice(i..=end, replacement);
+        i += len;
+        count += 1;
+    }
+    Ok(count)
+}
+
+struct AsmStatement {
+    template: String,
+    operands: Vec<String>,
+}
+
+/// Parses the inside of `asm( ... )`: template strings, then `:`-separated
+/// operand groups of `"constraint"(expr)`.
+fn parse(toks: &[Token]) -> Option<AsmStatement> {
+    let sig: Vec<usize> = (0..toks.len()).filter(|&j| !toks[j].is_trivia()).collect();
+    let mut k = 0;
+    let mut template = String::new();
+    while k < sig.len() && toks[sig[k]].kind == TokenKind::Str {
+        let lit = &toks[sig[k]].text;
+        template.push_str(lit.get(1..lit.len() - 1)?);
+        k += 1;
+    }
+    if template.is_empty() {
+        return None;
+    }
+    let template = template.replace("\\n", " ").replace("\\t", " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut operands = Vec::new();
+    let mut group = 0;
+    while k < sig.len() {
+        let t = &toks[sig[k]];
+        if t.is_punct(":") || t.is_punct("::") {
+            group += if t.text == "::" { 2 } else { 1 };
+            k += 1;
+            continue;
+        }
+        if t.is_punct(",") {
+            k += 1;
+            continue;
+        }
+        if group > 2 {
+            k += 1; // clobbers
+            continue;
+        }
+        if t.kind != TokenKind::Str || k + 1 >= sig.len() || !toks[sig[k + 1]].is_punct("(") {
+            return None;
+        }
+        let open = sig[k + 1];
+        let close = matching_paren(toks, open)?;
+        operands.push(text_of(&toks[open + 1..close]));
+        k = sig.iter().position(|&j| j > close).unwrap_or(sig.len());
+    }
+    Some(AsmStatement { template, operands })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::rules::test_support::run;
+
+    #[test]
+    fn ptx_float_to_half_becomes_cxx() {
+        let src = "  asm volatile(\"cvt.rn.f16.f32 %0, %1;\\n\" : \"=h\"(tmp.u16[0]) : \"f\"(f));\n";
+        let (out, n) = run(apply, src).unwrap();
+        assert_eq!(out, "  tmp.u16[0] = __half_as_ushort(__float2half_rn(f));\n");
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn unknown_asm_is_an_error_naming_the_template() {
+        let err = run(apply, "asm(\"mma.sync.aligned.m16n8k16 %0;\" : \"=r\"(x));\n").unwrap_err();
+        assert!(err.to_string().starts_with("t.cu:1: asm(\"mma.sync.aligned.m16n8k16 %0;\"): no exact"), "{err}");
+    }
+
+    #[test]
+    fn words_containing_asm_are_untouched() {
+        let src = "int plasma = asm_count; // asm(\"x\")\n";
+        assert_eq!(run(apply, src).unwrap(), (src.to_string(), 0));
+    }
+}

@@ -1,0 +1,136 @@
+//! The named structural rewrites, in the order they run.
+//!
+//! Every rule runs over all files before the next one starts, so a rule can
+//! rely on tree-wide facts gathered after the rules before it (the
+//! conditional folding needs to know which macros end up never defined).
+
+mod arch_guards;
+mod call_renames;
+mod fold_conditionals;
+mod includes;
+mod inline_asm;
+mod names;
+mod pp_expr;
+mod prelude;
+mod residue;
+pub(crate) mod tokens;
+mod toolkit_version;
+mod warp_sync;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::mapping::COMPAT_HEADERS;
+use super::{KernelContext, KernelOutput};
+use crate::lexer::{self, Token};
+use crate::{TranslateError, TreeFile};
+
+/// One file being translated.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    /// Path relative to the kernels `src/` root, as read.
+    pub path: String,
+    pub tokens: Vec<Token>,
+}
+
+/// What the rules know about the whole tree.
+#[derive(Debug, Clone, Default)]
+pub struct TreeFacts {
+    /// Every input path (relative to `src/`).
+    pub inputs: BTreeSet<String>,
+    /// Macros defined somewhere in the tree but only inside branches that
+    /// fold away on AMD: they are never defined, so `defined(X)` is false.
+    pub never_defined: BTreeSet<String>,
+}
+
+/// A named rule: rewrites one file, returns how many rewrites it made.
+pub struct Rule {
+    pub name: &'static str,
+    pub apply: fn(&mut Unit, &TreeFacts) -> Result<usize, TranslateError>,
+}
+
+/// The rules in order. `fold-conditionals` runs after tree facts are computed.
+pub const PIPELINE: &[Rule] = &[
+    Rule { name: "includes", apply: includes::apply },
+    Rule { name: "toolkit-version", apply: toolkit_version::apply },
+    Rule { name: "arch-guards", apply: arch_guards::apply },
+    Rule { name: "fold-conditionals", apply: fold_conditionals::apply },
+    Rule { name: "inline-asm", apply: inline_asm::apply },
+    Rule { name: "warp-sync-intrinsics", apply: warp_sync::apply },
+    Rule { name: "names", apply: names::apply },
+    Rule { name: "call-renames", apply: call_renames::apply },
+    Rule { name: "residue-check", apply: residue::apply },
+];
+
+/// The rule after which tree facts are gathered.
+const FACTS_BEFORE: &str = "fold-conditionals";
+
+pub fn run_pipeline(inputs: &[TreeFile], ctx: &KernelContext) -> Result<KernelOutput, TranslateError> {
+    let mut units = Vec::with_capacity(inputs.len());
+    for file in inputs {
+        units.push(lex_unit(file)?);
+    }
+    units.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut facts = TreeFacts { inputs: units.iter().map(|u| u.path.clone()).collect(), ..Default::default() };
+
+    let mut rule_counts = BTreeMap::new();
+    for rule in PIPELINE {
+        if rule.name == FACTS_BEFORE {
+            facts.never_defined = fold_conditionals::never_defined_macros(&units);
+        }
+        let mut count = 0;
+        for unit in &mut units {
+            count += (rule.apply)(unit, &facts)?;
+        }
+        rule_counts.insert(rule.name, count);
+    }
+
+    let mut files = Vec::with_capacity(units.len() + COMPAT_HEADERS.len());
+    for unit in &units {
+        files.push(TreeFile { rel_path: output_path(&unit.path), contents: prelude::finish(unit, ctx).into_bytes() });
+    }
+    for (name, text) in COMPAT_HEADERS {
+        files.push(TreeFile { rel_path: name.to_string(), contents: prelude::compat_header(name, text, ctx).into_bytes() });
+    }
+    files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    Ok(KernelOutput { files, rule_counts })
+}
+
+/// `X.cu` becomes `X.hip`; headers keep their names.
+pub fn output_path(input: &str) -> String {
+    match input.strip_suffix(".cu") {
+        Some(stem) => format!("{stem}.hip"),
+        None => input.to_string(),
+    }
+}
+
+fn lex_unit(file: &TreeFile) -> Result<Unit, TranslateError> {
+    let text = std::str::from_utf8(&file.contents).map_err(|e| TranslateError::NotUtf8 {
+        file: file.rel_path.clone(),
+        line: 1 + file.contents[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() as u32,
+    })?;
+    let lexed = lexer::lex(text);
+    if let Some(p) = lexed.problems.first() {
+        return Err(TranslateError::Lex { file: file.rel_path.clone(), line: p.line, what: p.what.to_string() });
+    }
+    Ok(Unit { path: file.rel_path.clone(), tokens: lexed.tokens })
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+
+    /// Runs one rule on `src` (as file `t.cu`) with default facts.
+    pub fn run(rule: fn(&mut Unit, &TreeFacts) -> Result<usize, TranslateError>, src: &str) -> Result<(String, usize), TranslateError> {
+        run_with(rule, src, &TreeFacts::default())
+    }
+
+    pub fn run_with(
+        rule: fn(&mut Unit, &TreeFacts) -> Result<usize, TranslateError>,
+        src: &str,
+        facts: &TreeFacts,
+    ) -> Result<(String, usize), TranslateError> {
+        let mut unit = Unit { path: "t.cu".into(), tokens: lexer::lex(src).tokens };
+        let n = rule(&mut unit, facts)?;
+        Ok((lexer::render(&unit.tokens), n))
+    }
+}

@@ -1,0 +1,97 @@
+//! Rule `names`: renames CUDA identifiers to HIP or compat names.
+//!
+//! Qualified names ([`QUALIFIED`], e.g. `nvcuda::wmma`) first, then single
+//! identifiers ([`IDENTIFIERS`]). Only identifier tokens are touched, in code
+//! and in macro bodies alike, never comments or string literals.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use super::tokens::{next_significant, tokens_from};
+use super::{TreeFacts, Unit};
+use crate::kernels::mapping::{IDENTIFIERS, QUALIFIED};
+use crate::lexer::TokenKind;
+use crate::TranslateError;
+
+fn identifier_table() -> &'static HashMap<&'static str, &'static str> {
+    static TABLE: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
+    TABLE.get_or_init(|| IDENTIFIERS.iter().copied().collect())
+}
+
+pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
+    let mut count = 0;
+    let mut i = 0;
+    while i < unit.tokens.len() {
+        if unit.tokens[i].kind != TokenKind::Ident {
+            i += 1;
+            continue;
+        }
+        if let Some((end, replacement)) = match_qualified(unit, i) {
+            let new = tokens_from(replacement, unit.tokens[i].line);
+            let len = new.len();
+            unit.tokens.splice(i..=end, new);
+            i += len;
+            count += 1;
+            continue;
+        }
+        if let Some(to) = identifier_table().get(unit.tokens[i].text.as_str()) {
+            unit.tokens[i].text = to.to_string();
+            count += 1;
+        }
+        i += 1;
+    }
+    Ok(count)
+}
+
+/// The last token index and replacement of a qualified name starting at `i`.
+fn match_qualified(unit: &Unit, i: usize) -> Option<(usize, &'static str)> {
+    'rows: for (parts, replacement) in QUALIFIED {
+        let mut at = i;
+        for (n, part) in parts.iter().enumerate() {
+            if n > 0 {
+                let sep = next_significant(&unit.tokens, at + 1)?;
+                if !unit.tokens[sep].is_punct("::") {
+                    continue 'rows;
+                }
+                at = next_significant(&unit.tokens, sep + 1)?;
+            }
+            if !unit.tokens[at].is_ident(part) {
+                continue 'rows;
+            }
+        }
+        return Some((at, replacement));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::rules::test_support::run;
+
+    #[test]
+    fn types_intrinsics_and_host_api() {
+        let src = "__nv_bfloat16 x = __float2bfloat16(f); cudaStream_t s; /* __nv_bfloat16 */ \"cudaStream_t\"\n";
+        let (out, n) = run(apply, src).unwrap();
+        assert_eq!(out, "candle_bf16 x = candle_float2bf16(f); hipStream_t s; /* __nv_bfloat16 */ \"cudaStream_t\"\n");
+        assert_eq!(n, 3);
+    }
+
+    #[test]
+    fn qualified_namespaces() {
+        let (out, _) = run(apply, "using namespace nvcuda::wmma; thrust::inclusive_scan(thrust::cuda::par.on(s), a); cub::BlockScan<int, 8>\n").unwrap();
+        assert_eq!(out, "using namespace candle_wmma; candle_thrust::inclusive_scan(candle_thrust::hip::par.on(s), a); candle_cub::BlockScan<int, 8>\n");
+    }
+
+    #[test]
+    fn macro_bodies_are_renamed_too() {
+        let (out, _) = run(apply, "#define F(x) __half2float(__nv_cvt_fp8_to_halfraw(x.__x, __NV_E4M3))\n").unwrap();
+        assert_eq!(out, "#define F(x) __half2float(candle_cvt_fp8_to_halfraw(x.__x, CANDLE_FP8_E4M3_INTERP))\n");
+    }
+
+    #[test]
+    fn hipify_spellings_converge_on_the_same_names() {
+        let (out, _) = run(apply, "__hip_bfloat16 a; __nv_bfloat16 b;\n").unwrap();
+        assert_eq!(out, "candle_bf16 a; candle_bf16 b;\n");
+    }
+}
