@@ -1,6 +1,6 @@
 // candle-rocm compat: functions whose HIP overload set differs from the
 // CUDA one the kernels were written against. The translator's `call-renames`
-// rule points calls of min/max/atomicAdd/atomicMax/atomicMin and the
+// rule points calls of min/max/atomicMax/atomicMin and the
 // function-attribute API here; each forwards to HIP where HIP has the
 // overload, and supplies the missing ones. Included by candle_hip_compat.h
 // after the candle_bf16 type is declared.
@@ -35,11 +35,8 @@ __host__ __device__ __forceinline__ typename std::common_type<A, B>::type candle
     }
 }
 
-// Atomics: HIP's own overloads where they exist.
-template <class T, class V>
-__device__ __forceinline__ T candle_atomic_add(T* address, V value) {
-    return atomicAdd(address, static_cast<T>(value));
-}
+// Atomics: HIP's own overloads where they exist (candle_atomic_add, with its
+// 16-bit float overloads, lives in candle_hip_compat.h).
 template <class T, class V>
 __device__ __forceinline__ T candle_atomic_max(T* address, V value) {
     return atomicMax(address, static_cast<T>(value));
@@ -47,36 +44,6 @@ __device__ __forceinline__ T candle_atomic_max(T* address, V value) {
 template <class T, class V>
 __device__ __forceinline__ T candle_atomic_min(T* address, V value) {
     return atomicMin(address, static_cast<T>(value));
-}
-
-// 16-bit atomic read-modify-write through a compare-and-swap on the aligned
-// 32-bit word that holds the value (AMD has no 16-bit compare-and-swap).
-template <class T, class Op>
-__device__ __forceinline__ T candle_atomic_rmw16(T* address, Op op) {
-    static_assert(sizeof(T) == 2, "16-bit types only");
-    unsigned int* word = reinterpret_cast<unsigned int*>(reinterpret_cast<size_t>(address) & ~static_cast<size_t>(3));
-    const unsigned int shift = (reinterpret_cast<size_t>(address) & 2) ? 16u : 0u;
-    unsigned int old = *word;
-    unsigned int assumed;
-    T old_value;
-    do {
-        assumed = old;
-        unsigned short old_bits = static_cast<unsigned short>((assumed >> shift) & 0xffffu);
-        memcpy(&old_value, &old_bits, 2);
-        T new_value = op(old_value);
-        unsigned short new_bits;
-        memcpy(&new_bits, &new_value, 2);
-        unsigned int replaced = (assumed & ~(0xffffu << shift)) | (static_cast<unsigned int>(new_bits) << shift);
-        old = atomicCAS(word, assumed, replaced);
-    } while (assumed != old);  // integer comparison: no hang on NaN
-    return old_value;
-}
-
-__device__ __forceinline__ __half candle_atomic_add(__half* address, __half value) {
-    return candle_atomic_rmw16(address, [value](__half v) { return __float2half(__half2float(v) + __half2float(value)); });
-}
-__device__ __forceinline__ candle_bf16 candle_atomic_add(candle_bf16* address, candle_bf16 value) {
-    return candle_atomic_rmw16(address, [value](candle_bf16 v) { return candle_bf16(static_cast<float>(v) + static_cast<float>(value)); });
 }
 
 // Signed 64-bit max/min, which HIP 5.2 lacks: a compare-and-swap loop.
@@ -106,3 +73,47 @@ template <class Kernel>
 __host__ inline hipError_t candle_func_set_attribute(Kernel* kernel, hipFuncAttribute attribute, int value) {
     return hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), attribute, value);
 }
+
+// Warp shuffles over a logical warp of `width` lanes (the translator always
+// passes the width; CUDA's implicit one is 32). HIP's overloads for the
+// built-in types; 16-bit float types travel as their bits, as CUDA's
+// cuda_fp16/cuda_bf16 overloads do.
+template <class T>
+__device__ __forceinline__ T candle_shfl(T var, int src_lane, int width) {
+    return __shfl(var, src_lane, width);
+}
+template <class T>
+__device__ __forceinline__ T candle_shfl_xor(T var, int lane_mask, int width) {
+    return __shfl_xor(var, lane_mask, width);
+}
+template <class T>
+__device__ __forceinline__ T candle_shfl_up(T var, unsigned int delta, int width) {
+    return __shfl_up(var, delta, width);
+}
+template <class T>
+__device__ __forceinline__ T candle_shfl_down(T var, unsigned int delta, int width) {
+    return __shfl_down(var, delta, width);
+}
+
+#define CANDLE_SHFL_16BIT(TYPE)                                                                            \
+    __device__ __forceinline__ TYPE candle_shfl_bits16(TYPE var, int lane, int width, int kind) {          \
+        unsigned short bits;                                                                               \
+        memcpy(&bits, &var, 2);                                                                            \
+        int v = bits;                                                                                      \
+        v = kind == 0 ? __shfl(v, lane, width)                                                             \
+          : kind == 1 ? __shfl_xor(v, lane, width)                                                         \
+          : kind == 2 ? __shfl_up(v, (unsigned int)lane, width)                                            \
+                      : __shfl_down(v, (unsigned int)lane, width);                                         \
+        bits = (unsigned short)v;                                                                          \
+        TYPE out;                                                                                          \
+        memcpy(&out, &bits, 2);                                                                            \
+        return out;                                                                                        \
+    }                                                                                                      \
+    template <> __device__ __forceinline__ TYPE candle_shfl<TYPE>(TYPE v, int l, int w) { return candle_shfl_bits16(v, l, w, 0); } \
+    template <> __device__ __forceinline__ TYPE candle_shfl_xor<TYPE>(TYPE v, int l, int w) { return candle_shfl_bits16(v, l, w, 1); } \
+    template <> __device__ __forceinline__ TYPE candle_shfl_up<TYPE>(TYPE v, unsigned int d, int w) { return candle_shfl_bits16(v, (int)d, w, 2); } \
+    template <> __device__ __forceinline__ TYPE candle_shfl_down<TYPE>(TYPE v, unsigned int d, int w) { return candle_shfl_bits16(v, (int)d, w, 3); }
+
+CANDLE_SHFL_16BIT(__half)
+CANDLE_SHFL_16BIT(candle_bf16)
+#undef CANDLE_SHFL_16BIT

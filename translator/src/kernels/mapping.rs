@@ -89,6 +89,12 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("hlog", "candle_hlog"),
     ("hexp", "candle_hexp"),
     ("__habs", "candle_habs"),
+    // paired half/bf16 arithmetic, also on candle_bf16x2
+    ("__hadd2", "candle_hadd2"),
+    ("__hsub2", "candle_hsub2"),
+    ("__hmul2", "candle_hmul2"),
+    ("__low2float", "candle_low2float"),
+    ("__high2float", "candle_high2float"),
     // integer SIMD intrinsics, exact portable versions
     ("__dp4a", "candle_dp4a"),
     ("__vsub4", "candle_vsub4"),
@@ -192,16 +198,17 @@ pub const ASM_REWRITES: &[AsmRewrite] = &[
     },
 ];
 
-/// Warp-synchronous intrinsics: CUDA name → (HIP name, index of the value
-/// argument after the mask is dropped, whether a width argument exists).
+/// Warp-synchronous intrinsics: CUDA name → (compat name, whether a width
+/// argument exists). The compat shuffles forward to HIP's `__shfl*` and add
+/// the 16-bit float overloads HIP lacks.
 /// CUDA's default width is 32; HIP's is the wavefront size (64 on CDNA), so
 /// the translation always spells the width out: a logical warp is 32 lanes
 /// on every AMD arch, and results are the same on wave32 and wave64.
 pub const WARP_SYNC_INTRINSICS: &[(&str, &str, bool)] = &[
-    ("__shfl_sync", "__shfl", true),
-    ("__shfl_xor_sync", "__shfl_xor", true),
-    ("__shfl_up_sync", "__shfl_up", true),
-    ("__shfl_down_sync", "__shfl_down", true),
+    ("__shfl_sync", "candle_shfl", true),
+    ("__shfl_xor_sync", "candle_shfl_xor", true),
+    ("__shfl_up_sync", "candle_shfl_up", true),
+    ("__shfl_down_sync", "candle_shfl_down", true),
     ("__reduce_add_sync", "candle_reduce_add_w32", false),
     ("__reduce_max_sync", "candle_reduce_max_w32", false),
     ("__reduce_min_sync", "candle_reduce_min_w32", false),

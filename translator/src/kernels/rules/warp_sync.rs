@@ -61,20 +61,20 @@ mod tests {
     #[test]
     fn implicit_width_becomes_explicit_32() {
         let (out, n) = run(apply, "s += __shfl_xor_sync(0xffffffff, s, offset);\n").unwrap();
-        assert_eq!(out, "s += __shfl_xor(s, offset, 32);\n");
+        assert_eq!(out, "s += candle_shfl_xor(s, offset, 32);\n");
         assert_eq!(n, 1);
     }
 
     #[test]
     fn explicit_width_is_kept() {
         let (out, _) = run(apply, "x = max(x, __shfl_xor_sync(0xFFFFFFFF, x, off, width));\n").unwrap();
-        assert_eq!(out, "x = max(x, __shfl_xor(x, off, width));\n");
+        assert_eq!(out, "x = max(x, candle_shfl_xor(x, off, width));\n");
     }
 
     #[test]
     fn broadcast_and_reductions() {
         let (out, _) = run(apply, "d = __shfl_sync(0xFFFFFFFF, d, 0); r = __reduce_add_sync(0xffffffff, x);\n").unwrap();
-        assert_eq!(out, "d = __shfl(d, 0, 32); r = candle_reduce_add_w32(x);\n");
+        assert_eq!(out, "d = candle_shfl(d, 0, 32); r = candle_reduce_add_w32(x);\n");
     }
 
     #[test]
