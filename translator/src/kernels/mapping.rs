@@ -153,7 +153,8 @@ const fn guard(op: &'static str, operand: &'static str, value: bool, why: &'stat
 pub const ARCH_GUARDS: &[ArchGuard] = &[
     guard(">=", "530", true, "f16 arithmetic: native on AMD"),
     guard(">=", "800", true, "bf16 kernels: compat candle_bf16"),
-    guard("<", "800", false, "bf16 kernels: compat candle_bf16"),
+    guard("<", "800", false, "__hmax_nan/__hmin_nan shims: compat candle_hmax_nan"),
+    guard("<", "750", false, "__hmax_nan/__hmin_nan shims (candle 0.10): compat candle_hmax_nan"),
     guard(">=", "890", true, "fp8 kernels: compat OCP e4m3"),
     guard("<", "600", false, "double atomicAdd: native on AMD"),
     guard("<", "700", true, "no 16-bit atomicCAS on AMD: use the 32-bit CAS path"),
