@@ -25,6 +25,10 @@ pub const INCLUDES: &[(&str, Option<&str>)] = &[
     ("hip/hip_fp16.h", None),
     ("hip/hip_bf16.h", None),
     ("hip/hip_bfloat16.h", None),
+    ("hip/hip_fp8.h", None),
+    ("hip/hip_runtime_api.h", None),
+    ("hipcub/hipcub.hpp", Some("candle_hip_cub.h")),
+    ("rocwmma/rocwmma.hpp", Some("candle_hip_wmma.h")),
 ];
 
 /// Standard C/C++ headers that pass through unchanged.
@@ -61,6 +65,7 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("__nv_bfloat16", "candle_bf16"),
     ("nv_bfloat16", "candle_bf16"),
     ("__hip_bfloat16", "candle_bf16"),
+    ("hip_bfloat16", "candle_bf16"),
     ("__nv_bfloat162", "candle_bf16x2"),
     ("nv_bfloat162", "candle_bf16x2"),
     ("__hip_bfloat162", "candle_bf16x2"),
@@ -113,6 +118,7 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     // thrust / cub: our own small implementations
     ("thrust", "candle_thrust"),
     ("cub", "candle_cub"),
+    ("hipcub", "candle_cub"),
     // host runtime API used by the static-library launchers
     ("cudaStream_t", "hipStream_t"),
     ("cudaError_t", "hipError_t"),
@@ -126,6 +132,7 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("cudaMallocAsync", "hipMallocAsync"),
     ("cudaFreeAsync", "hipFreeAsync"),
     ("cudaFuncSetAttribute", "candle_func_set_attribute"),
+    ("hipFuncSetAttribute", "candle_func_set_attribute"),
     ("cudaFuncAttributeMaxDynamicSharedMemorySize", "hipFuncAttributeMaxDynamicSharedMemorySize"),
     ("cudaMemcpyDeviceToDevice", "hipMemcpyDeviceToDevice"),
     ("cudaMemcpyHostToDevice", "hipMemcpyHostToDevice"),
@@ -230,6 +237,10 @@ pub const CALL_RENAMES: &[(&str, &str)] = &[
     ("atomicMax", "candle_atomic_max"),
     ("atomicMin", "candle_atomic_min"),
 ];
+
+/// Arguments hipify-perl wraps in `reinterpret_cast<const void*>(...)`:
+/// (function after renaming, argument index). The cast is removed again.
+pub const HIPIFY_CASTS: &[(&str, usize)] = &[("candle_func_set_attribute", 0)];
 
 /// Identifiers that must not survive translation outside comments and
 /// strings (exact names).

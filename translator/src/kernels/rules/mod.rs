@@ -7,6 +7,7 @@
 mod arch_guards;
 mod call_renames;
 mod fold_conditionals;
+mod hipify_casts;
 mod includes;
 mod inline_asm;
 mod names;
@@ -58,6 +59,7 @@ pub const PIPELINE: &[Rule] = &[
     Rule { name: "warp-sync-intrinsics", apply: warp_sync::apply },
     Rule { name: "names", apply: names::apply },
     Rule { name: "call-renames", apply: call_renames::apply },
+    Rule { name: "hipify-casts", apply: hipify_casts::apply },
     Rule { name: "residue-check", apply: residue::apply },
 ];
 

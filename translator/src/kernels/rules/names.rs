@@ -1,8 +1,10 @@
 //! Rule `names`: renames CUDA identifiers to HIP or compat names.
 //!
 //! Qualified names ([`QUALIFIED`], e.g. `nvcuda::wmma`) first, then single
-//! identifiers ([`IDENTIFIERS`]). Only identifier tokens are touched, in code
-//! and in macro bodies alike, never comments or string literals.
+//! identifiers ([`IDENTIFIERS`]). Identifier tokens are renamed in code and in
+//! macro bodies alike; whole words inside comments are renamed with the same
+//! table (hipify-perl rewrites comments too, and the output must not depend
+//! on whether it ran); string literals are never touched.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -22,6 +24,13 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
     let mut count = 0;
     let mut i = 0;
     while i < unit.tokens.len() {
+        if matches!(unit.tokens[i].kind, TokenKind::LineComment | TokenKind::BlockComment) {
+            let (text, renamed) = rename_words(&unit.tokens[i].text);
+            unit.tokens[i].text = text;
+            count += renamed;
+            i += 1;
+            continue;
+        }
         if unit.tokens[i].kind != TokenKind::Ident {
             i += 1;
             continue;
@@ -41,6 +50,31 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
         i += 1;
     }
     Ok(count)
+}
+
+/// Renames the whole identifier-like words of a comment.
+fn rename_words(text: &str) -> (String, usize) {
+    let mut out = String::with_capacity(text.len());
+    let mut renamed = 0;
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c == '_' || c.is_ascii_alphabetic()) {
+        let (before, from_word) = rest.split_at(start);
+        // a word must not continue a preceding alphanumeric run (`x2__nv_bfloat16`)
+        let glued = before.chars().last().is_some_and(|c| c.is_ascii_alphanumeric());
+        let len = from_word.find(|c: char| !(c == '_' || c.is_ascii_alphanumeric())).unwrap_or(from_word.len());
+        let word = &from_word[..len];
+        out.push_str(before);
+        match identifier_table().get(word) {
+            Some(to) if !glued => {
+                out.push_str(to);
+                renamed += 1;
+            }
+            _ => out.push_str(word),
+        }
+        rest = &from_word[len..];
+    }
+    out.push_str(rest);
+    (out, renamed)
 }
 
 /// The last token index and replacement of a qualified name starting at `i`.
@@ -71,9 +105,16 @@ mod tests {
 
     #[test]
     fn types_intrinsics_and_host_api() {
-        let src = "__nv_bfloat16 x = __float2bfloat16(f); cudaStream_t s; /* __nv_bfloat16 */ \"cudaStream_t\"\n";
+        let src = "__nv_bfloat16 x = __float2bfloat16(f); cudaStream_t s; \"cudaStream_t\"\n";
         let (out, n) = run(apply, src).unwrap();
-        assert_eq!(out, "candle_bf16 x = candle_float2bf16(f); hipStream_t s; /* __nv_bfloat16 */ \"cudaStream_t\"\n");
+        assert_eq!(out, "candle_bf16 x = candle_float2bf16(f); hipStream_t s; \"cudaStream_t\"\n");
+        assert_eq!(n, 3);
+    }
+
+    #[test]
+    fn whole_words_in_comments_are_renamed_like_code() {
+        let (out, n) = run(apply, "// uses __nv_bfloat16 (not x__nv_bfloat16) and hip_bfloat16\n/* cub:: */\n").unwrap();
+        assert_eq!(out, "// uses candle_bf16 (not x__nv_bfloat16) and candle_bf16\n/* candle_cub:: */\n");
         assert_eq!(n, 3);
     }
 
