@@ -1,1 +1,34 @@
 //! Shared helpers for the integration tests in `tests/tests/`.
+
+use std::path::{Path, PathBuf};
+
+use translator::kernels::{translate_tree, KernelContext, KernelOutput};
+use translator::{TranslateError, TreeFile};
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+}
+
+/// `tests/fixtures/...`.
+pub fn fixture(rel: &str) -> PathBuf {
+    workspace_root().join("tests/fixtures").join(rel)
+}
+
+/// Translates a single fixture file as a one-file kernel tree.
+pub fn translate_fixture(rel: &str) -> Result<KernelOutput, TranslateError> {
+    let path = fixture(rel);
+    let name = path.file_name().and_then(|n| n.to_str()).expect("fixture name").to_string();
+    let contents = std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let ctx = KernelContext { source_label: "candle-kernels (test fixture)".into() };
+    translate_tree(&[TreeFile { rel_path: name, contents }], &ctx)
+}
+
+/// The pinned upstream version from `upstream.toml`.
+pub fn pinned_version() -> String {
+    let text = std::fs::read_to_string(workspace_root().join("upstream.toml")).expect("upstream.toml");
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("version = \"").and_then(|r| r.strip_suffix('"')))
+        .expect("upstream.toml has [candle] version")
+        .to_string()
+}

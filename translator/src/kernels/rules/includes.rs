@@ -22,7 +22,8 @@ pub fn apply(unit: &mut Unit, facts: &TreeFacts) -> Result<usize, TranslateError
         if let Some((_, replacement)) = INCLUDES.iter().find(|(from, _)| *from == target) {
             count += 1;
             if let Some(to) = replacement {
-                out.extend(super::tokens::tokens_from(&format!("#include \"{to}\"\n"), line.line()));
+                let spelled = if STANDARD_INCLUDES.contains(to) { format!("<{to}>") } else { format!("\"{to}\"") };
+                out.extend(super::tokens::tokens_from(&format!("#include {spelled}\n"), line.line()));
             }
             continue;
         }
@@ -84,10 +85,10 @@ mod tests {
 
     #[test]
     fn maps_cuda_headers_and_keeps_local_and_standard_ones() {
-        let src = "#include \"cuda_fp16.h\"\n#include <mma.h>\n#include<stdint.h>\n#include \"cuda_utils.cuh\"\n#include <cub/cub.cuh>\n";
+        let src = "#include \"cuda_fp16.h\"\n#include <mma.h>\n#include<stdint.h>\n#include \"cuda_utils.cuh\"\n#include <cub/cub.cuh>\n#include <cuda/std/limits>\n";
         let (out, n) = run_with(apply, src, &facts()).unwrap();
-        assert_eq!(out, "#include \"candle_hip_wmma.h\"\n#include<stdint.h>\n#include \"cuda_utils.cuh\"\n#include \"candle_hip_cub.h\"\n");
-        assert_eq!(n, 3);
+        assert_eq!(out, "#include \"candle_hip_wmma.h\"\n#include<stdint.h>\n#include \"cuda_utils.cuh\"\n#include \"candle_hip_cub.h\"\n#include <limits>\n");
+        assert_eq!(n, 4);
     }
 
     #[test]

@@ -1,0 +1,29 @@
+//! Bad kernel inputs: each fails with one clear line naming file, line and construct.
+
+use candle_rocm_tests::translate_fixture;
+
+fn error_of(rel: &str) -> String {
+    match translate_fixture(rel) {
+        Ok(_) => panic!("{rel} translated, but it must fail"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn unmappable_construct_is_named() {
+    let err = error_of("bad/unmappable.cu");
+    assert!(err.starts_with("unmappable.cu:5: __ballot_sync: CUDA-only construct"), "{err}");
+    assert!(!err.contains('\n'));
+}
+
+#[test]
+fn partial_warp_mask_is_named() {
+    let err = error_of("bad/partial_mask.cu");
+    assert!(err.starts_with("partial_mask.cu:3: __shfl_xor_sync(0x0000ffff, ...): partial warp masks"), "{err}");
+}
+
+#[test]
+fn unknown_arch_threshold_is_named() {
+    let err = error_of("bad/unknown_arch_guard.cu");
+    assert!(err.starts_with("unknown_arch_guard.cu:2: __CUDA_ARCH__ >= 750: no AMD meaning"), "{err}");
+}
