@@ -1,0 +1,373 @@
+// Written by `cargo xtask regen` from translator/compat/candle_hip_compat.h (candle-rocm's own code). Do not edit here.
+// candle_hip_compat.h - the prelude that every translated Candle kernel file
+// includes first.
+//
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// The translator renames the NVIDIA-specific types and intrinsics used by
+// Candle's kernels to the `candle_*` names defined here (see the IDENTIFIERS
+// table in translator/src/kernels/mapping.rs). This header never defines a
+// HIP or CUDA name: everything it adds is spelled `candle_*` / `CANDLE_*`, so
+// it compiles unchanged with Debian's HIP 5.2.3 (which has no bf16 header)
+// and with ROCm 6.x / 7.x (whose headers provide their own __hmax, bf16
+// types, ...). It deliberately does not include HIP's bf16 or fp8 headers.
+//
+// Contents
+//   1. candle_bf16, candle_bf16x2         bfloat16 scalar / pair
+//   2. candle_fp8_e4m3                    OCP fp8 E4M3FN (never AMD's FNUZ)
+//   3. half/bf16 helpers                  candle_hmax, candle_hisnan, candle_hsqrt, ...
+//   4. integer SIMD                       candle_dp4a, candle_vsub4, ... (candle_fp_convert.h)
+//   5. logical 32-lane warp reductions    candle_reduce_{add,min,max}_w32,
+//      and shuffles that also move 16-bit floats: candle_shfl, candle_shfl_xor, ...
+//   6. candle_trap
+//   7. candle_atomic_add                  atomicAdd that also takes __half / candle_bf16
+//   8. candle_hip_overloads.h             min/max/atomicMax/atomicMin/... overloads HIP lacks
+//
+// The bit-level conversions live in candle_fp_convert.h (plain C++, unit
+// tested on the CPU by tests/compat/fp_convert_test.cpp).
+#pragma once
+
+#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+#include <stdint.h>
+
+#include "candle_fp_convert.h"
+
+#define CANDLE_HDI __host__ __device__ __forceinline__
+#define CANDLE_DI __device__ __forceinline__
+
+// ===========================================================================
+// 1. bfloat16
+// ===========================================================================
+//
+// Same layout as CUDA's bf16 type (2 bytes, align 2, trivially copyable and
+// trivially default-constructible, so it can live in __shared__ arrays and be
+// reinterpret_cast from float4 loads). Conversions mirror CUDA's:
+//   * implicit from float / double / integers, round to nearest even, each in
+//     a single rounding step; NaN becomes the canonical NaN 0x7FFF;
+//   * implicit to float (exact). Casts to double or integers go through float
+//     (float -> integer uses the GPU's saturating conversion, NaN -> 0);
+//   * explicit from __half (through float, exact then RNE).
+// Arithmetic is done in float and rounded back (RNE). For + - * / this equals
+// a correctly rounded bf16 operation: float keeps more than 2*8+2 significant
+// bits, so the double rounding is harmless.
+struct alignas(2) candle_bf16 {
+    uint16_t bits;
+
+    candle_bf16() = default;
+    CANDLE_HDI candle_bf16(float f) : bits(candle_f32_to_bf16_bits(f)) {}
+    CANDLE_HDI candle_bf16(double d) : bits(candle_f64_to_bf16_bits(d)) {}
+    // int-like types narrower than int (bool, char, short, ...) promote to int.
+    CANDLE_HDI candle_bf16(int v) : bits(candle_i64_to_bf16_bits(v)) {}
+    CANDLE_HDI candle_bf16(unsigned int v) : bits(candle_u64_to_bf16_bits(v)) {}
+    CANDLE_HDI candle_bf16(long v) : bits(candle_i64_to_bf16_bits((int64_t)v)) {}
+    CANDLE_HDI candle_bf16(unsigned long v) : bits(candle_u64_to_bf16_bits((uint64_t)v)) {}
+    CANDLE_HDI candle_bf16(long long v) : bits(candle_i64_to_bf16_bits((int64_t)v)) {}
+    CANDLE_HDI candle_bf16(unsigned long long v) : bits(candle_u64_to_bf16_bits((uint64_t)v)) {}
+    CANDLE_HDI explicit candle_bf16(__half h) : bits(candle_f32_to_bf16_bits(static_cast<float>(h))) {}
+
+    CANDLE_HDI operator float() const { return candle_bf16_bits_to_f32(bits); }
+
+    CANDLE_HDI static candle_bf16 from_bits(uint16_t b) {
+        candle_bf16 r;
+        r.bits = b;
+        return r;
+    }
+
+    CANDLE_HDI candle_bf16& operator+=(candle_bf16 o) { return *this = candle_bf16(float(*this) + float(o)); }
+    CANDLE_HDI candle_bf16& operator-=(candle_bf16 o) { return *this = candle_bf16(float(*this) - float(o)); }
+    CANDLE_HDI candle_bf16& operator*=(candle_bf16 o) { return *this = candle_bf16(float(*this) * float(o)); }
+    CANDLE_HDI candle_bf16& operator/=(candle_bf16 o) { return *this = candle_bf16(float(*this) / float(o)); }
+};
+
+CANDLE_HDI candle_bf16 operator+(candle_bf16 a, candle_bf16 b) { return candle_bf16(float(a) + float(b)); }
+CANDLE_HDI candle_bf16 operator-(candle_bf16 a, candle_bf16 b) { return candle_bf16(float(a) - float(b)); }
+CANDLE_HDI candle_bf16 operator*(candle_bf16 a, candle_bf16 b) { return candle_bf16(float(a) * float(b)); }
+CANDLE_HDI candle_bf16 operator/(candle_bf16 a, candle_bf16 b) { return candle_bf16(float(a) / float(b)); }
+CANDLE_HDI candle_bf16 operator+(candle_bf16 a) { return a; }
+// Negation flips the sign bit; a NaN becomes the canonical NaN 0x7FFF, as on
+// NVIDIA GPUs.
+CANDLE_HDI candle_bf16 operator-(candle_bf16 a) {
+    return candle_bf16::from_bits((a.bits & 0x7FFFu) > 0x7F80u ? (uint16_t)0x7FFFu : (uint16_t)(a.bits ^ 0x8000u));
+}
+
+// Comparisons follow IEEE float semantics (NaN compares unordered; != is true).
+CANDLE_HDI bool operator==(candle_bf16 a, candle_bf16 b) { return float(a) == float(b); }
+CANDLE_HDI bool operator!=(candle_bf16 a, candle_bf16 b) { return float(a) != float(b); }
+CANDLE_HDI bool operator<(candle_bf16 a, candle_bf16 b) { return float(a) < float(b); }
+CANDLE_HDI bool operator<=(candle_bf16 a, candle_bf16 b) { return float(a) <= float(b); }
+CANDLE_HDI bool operator>(candle_bf16 a, candle_bf16 b) { return float(a) > float(b); }
+CANDLE_HDI bool operator>=(candle_bf16 a, candle_bf16 b) { return float(a) >= float(b); }
+
+// A pair of bf16 values, laid out like CUDA's bf16 pair type (x low, y high).
+struct alignas(4) candle_bf16x2 {
+    candle_bf16 x;
+    candle_bf16 y;
+};
+
+static_assert(sizeof(candle_bf16) == 2 && alignof(candle_bf16) == 2, "candle_bf16 layout");
+static_assert(sizeof(candle_bf16x2) == 4 && alignof(candle_bf16x2) == 4, "candle_bf16x2 layout");
+
+// Named conversions (the translator maps the toolkit's float<->bf16
+// conversion functions, including the _rn variant, onto these).
+CANDLE_HDI candle_bf16 candle_float2bf16(float f) { return candle_bf16(f); }
+CANDLE_HDI float candle_bf162float(candle_bf16 b) { return float(b); }
+CANDLE_HDI candle_bf16 candle_half2bf16(__half h) { return candle_bf16(h); }
+CANDLE_HDI __half candle_bf162half(candle_bf16 b) { return __half(float(b)); }
+
+// ===========================================================================
+// 2. fp8 E4M3 (OCP E4M3FN: bias 7, no infinities, NaN 0x7F / 0xFF, max 448)
+// ===========================================================================
+//
+// Matches CUDA's fp8 e4m3 type: one byte named __x (kernels read `v.__x`),
+// explicit constructors that round to nearest even and saturate to +-448
+// (CUDA's satfinite mode), explicit conversion to float / double (exact).
+// NaN: float/half/bf16/integer sources give 0x7F; a double NaN keeps its sign.
+struct alignas(1) candle_fp8_e4m3 {
+    uint8_t __x;
+
+    candle_fp8_e4m3() = default;
+    CANDLE_HDI explicit candle_fp8_e4m3(float f) : __x(candle_f32_to_fp8_e4m3(f)) {}
+    CANDLE_HDI explicit candle_fp8_e4m3(double d) : __x(candle_f64_to_fp8_e4m3(d)) {}
+    CANDLE_HDI explicit candle_fp8_e4m3(__half h) : __x(candle_f32_to_fp8_e4m3(static_cast<float>(h))) {}
+    CANDLE_HDI explicit candle_fp8_e4m3(candle_bf16 b) : __x(candle_f32_to_fp8_e4m3(float(b))) {}
+    // Integers convert to float first, as CUDA's constructors do.
+    CANDLE_HDI explicit candle_fp8_e4m3(int v) : __x(candle_f32_to_fp8_e4m3((float)v)) {}
+    CANDLE_HDI explicit candle_fp8_e4m3(unsigned int v) : __x(candle_f32_to_fp8_e4m3((float)v)) {}
+    CANDLE_HDI explicit candle_fp8_e4m3(long v) : __x(candle_f32_to_fp8_e4m3((float)v)) {}
+    CANDLE_HDI explicit candle_fp8_e4m3(unsigned long v) : __x(candle_f32_to_fp8_e4m3((float)v)) {}
+    CANDLE_HDI explicit candle_fp8_e4m3(long long v) : __x(candle_f32_to_fp8_e4m3((float)v)) {}
+    CANDLE_HDI explicit candle_fp8_e4m3(unsigned long long v) : __x(candle_f32_to_fp8_e4m3((float)v)) {}
+
+    CANDLE_HDI explicit operator float() const { return candle_fp8_e4m3_to_f32(__x); }
+    CANDLE_HDI explicit operator double() const { return (double)candle_fp8_e4m3_to_f32(__x); }
+};
+
+static_assert(sizeof(candle_fp8_e4m3) == 1 && alignof(candle_fp8_e4m3) == 1, "candle_fp8_e4m3 layout");
+
+// The only interpretation supported by candle_cvt_fp8_to_halfraw.
+enum candle_fp8_interpretation { CANDLE_FP8_E4M3_INTERP = 0 };
+// Stand-in for the toolkit's "fp8 types exist" feature macro.
+#define CANDLE_FP8_TYPES_EXIST 1
+
+// fp8 e4m3 bits -> __half, exact (NaN -> the canonical f16 NaN 0x7FFF).
+CANDLE_DI __half candle_cvt_fp8_to_halfraw(uint8_t bits, int interp) {
+    (void)interp; // E4M3 only
+    return __ushort_as_half(candle_fp8_e4m3_to_f16_bits(bits));
+}
+
+// ===========================================================================
+// 3. Half helpers, for __half and candle_bf16 alike
+// ===========================================================================
+//
+// Values are computed in float and rounded to nearest even. min/max return one
+// of their inputs (or the canonical NaN 0x7FFF) with CUDA's rules:
+//   candle_hmax / candle_hmin          NaN-ignoring (IEEE maxNum/minNum): a
+//                                      NaN operand yields the other one; two
+//                                      NaNs yield the canonical NaN.
+//   candle_hmax_nan / candle_hmin_nan  NaN-propagating: any NaN operand
+//                                      yields the canonical NaN.
+//   For equal operands +0 counts as greater than -0.
+
+// Per-type access used by the shared templates below.
+template <typename H> struct candle_half_traits;
+template <> struct candle_half_traits<__half> {
+    static constexpr uint16_t inf_bits = 0x7C00u;
+    static CANDLE_DI uint16_t to_bits(__half h) { return __half_as_ushort(h); }
+    static CANDLE_DI __half from_bits(uint16_t b) { return __ushort_as_half(b); }
+    static CANDLE_DI float to_float(__half h) { return __half2float(h); }
+    static CANDLE_DI __half from_float(float f) { return __float2half(f); }
+};
+template <> struct candle_half_traits<candle_bf16> {
+    static constexpr uint16_t inf_bits = 0x7F80u;
+    static CANDLE_DI uint16_t to_bits(candle_bf16 h) { return h.bits; }
+    static CANDLE_DI candle_bf16 from_bits(uint16_t b) { return candle_bf16::from_bits(b); }
+    static CANDLE_DI float to_float(candle_bf16 h) { return float(h); }
+    static CANDLE_DI candle_bf16 from_float(float f) { return candle_bf16(f); }
+};
+
+template <typename H> CANDLE_DI bool candle_hisnan_impl(H a) {
+    return (candle_half_traits<H>::to_bits(a) & 0x7FFFu) > candle_half_traits<H>::inf_bits;
+}
+
+template <typename H> CANDLE_DI H candle_minmax_impl(H a, H b, bool want_max, bool propagate_nan) {
+    typedef candle_half_traits<H> T;
+    const bool a_nan = candle_hisnan_impl(a), b_nan = candle_hisnan_impl(b);
+    if (a_nan || b_nan) {
+        if (propagate_nan || (a_nan && b_nan)) return T::from_bits(0x7FFFu);
+        return a_nan ? b : a;
+    }
+    const float fa = T::to_float(a), fb = T::to_float(b);
+    if (fa == fb) { // equal values; only +0 / -0 can differ in bits
+        const bool a_neg = (T::to_bits(a) & 0x8000u) != 0;
+        return (want_max == a_neg) ? b : a;
+    }
+    return (want_max ? fa > fb : fa < fb) ? a : b;
+}
+
+// |a| clears the sign bit; a NaN becomes the canonical NaN 0x7FFF, as on
+// NVIDIA GPUs.
+template <typename H> CANDLE_DI H candle_habs_impl(H a) {
+    typedef candle_half_traits<H> T;
+    return T::from_bits(candle_hisnan_impl(a) ? (uint16_t)0x7FFFu : (uint16_t)(T::to_bits(a) & 0x7FFFu));
+}
+
+#define CANDLE_HALF_HELPERS(H)                                                                                  \
+    CANDLE_DI bool candle_hisnan(H a) { return candle_hisnan_impl(a); }                                         \
+    CANDLE_DI H candle_hmax(H a, H b) { return candle_minmax_impl(a, b, true, false); }                         \
+    CANDLE_DI H candle_hmin(H a, H b) { return candle_minmax_impl(a, b, false, false); }                        \
+    CANDLE_DI H candle_hmax_nan(H a, H b) { return candle_minmax_impl(a, b, true, true); }                      \
+    CANDLE_DI H candle_hmin_nan(H a, H b) { return candle_minmax_impl(a, b, false, true); }                     \
+    CANDLE_DI H candle_habs(H a) { return candle_habs_impl(a); }                                                \
+    CANDLE_DI H candle_hsqrt(H a) { return candle_half_traits<H>::from_float(sqrtf(candle_half_traits<H>::to_float(a))); } \
+    CANDLE_DI H candle_hcos(H a) { return candle_half_traits<H>::from_float(cosf(candle_half_traits<H>::to_float(a))); }   \
+    CANDLE_DI H candle_hsin(H a) { return candle_half_traits<H>::from_float(sinf(candle_half_traits<H>::to_float(a))); }   \
+    CANDLE_DI H candle_hlog(H a) { return candle_half_traits<H>::from_float(logf(candle_half_traits<H>::to_float(a))); }   \
+    CANDLE_DI H candle_hexp(H a) { return candle_half_traits<H>::from_float(expf(candle_half_traits<H>::to_float(a))); }
+
+CANDLE_HALF_HELPERS(__half)
+CANDLE_HALF_HELPERS(candle_bf16)
+#undef CANDLE_HALF_HELPERS
+
+// Pair arithmetic. HIP provides these for __half2 natively; the bf16 pair
+// versions are needed because Candle's vectorised bf16 binary kernels call the
+// pair intrinsics on bf16 pairs. Each lane is rounded to nearest even.
+CANDLE_DI __half2 candle_hadd2(__half2 a, __half2 b) { return __hadd2(a, b); }
+CANDLE_DI __half2 candle_hsub2(__half2 a, __half2 b) { return __hsub2(a, b); }
+CANDLE_DI __half2 candle_hmul2(__half2 a, __half2 b) { return __hmul2(a, b); }
+CANDLE_DI candle_bf16x2 candle_hadd2(candle_bf16x2 a, candle_bf16x2 b) { return {a.x + b.x, a.y + b.y}; }
+CANDLE_DI candle_bf16x2 candle_hsub2(candle_bf16x2 a, candle_bf16x2 b) { return {a.x - b.x, a.y - b.y}; }
+CANDLE_DI candle_bf16x2 candle_hmul2(candle_bf16x2 a, candle_bf16x2 b) { return {a.x * b.x, a.y * b.y}; }
+
+// Lane extraction to float, for half pairs (forwarded to HIP) and bf16 pairs.
+CANDLE_DI float candle_low2float(__half2 a) { return __low2float(a); }
+CANDLE_DI float candle_high2float(__half2 a) { return __high2float(a); }
+CANDLE_DI float candle_low2float(candle_bf16x2 a) { return float(a.x); }
+CANDLE_DI float candle_high2float(candle_bf16x2 a) { return float(a.y); }
+
+// ===========================================================================
+// 4. Integer SIMD: candle_dp4a, candle_vsub4, candle_vsubss4, candle_vcmpne4
+// ===========================================================================
+// Defined in candle_fp_convert.h (host and device, CPU-tested).
+
+// ===========================================================================
+// 5. Reductions and shuffles over a logical 32-lane warp
+// ===========================================================================
+// A butterfly over lanes 0..31 of each 32-lane group (width 32), so the result
+// is the same on wave32 and wave64 hardware. Every lane gets the result.
+// Integer addition wraps modulo 2^32, as the hardware reductions do.
+CANDLE_DI int candle_reduce_add_w32(int x) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) x = (int)((unsigned int)x + (unsigned int)__shfl_xor(x, offset, 32));
+    return x;
+}
+CANDLE_DI unsigned int candle_reduce_add_w32(unsigned int x) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) x += (unsigned int)__shfl_xor((int)x, offset, 32);
+    return x;
+}
+CANDLE_DI int candle_reduce_min_w32(int x) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const int y = __shfl_xor(x, offset, 32);
+        x = y < x ? y : x;
+    }
+    return x;
+}
+CANDLE_DI unsigned int candle_reduce_min_w32(unsigned int x) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const unsigned int y = (unsigned int)__shfl_xor((int)x, offset, 32);
+        x = y < x ? y : x;
+    }
+    return x;
+}
+CANDLE_DI int candle_reduce_max_w32(int x) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const int y = __shfl_xor(x, offset, 32);
+        x = y > x ? y : x;
+    }
+    return x;
+}
+CANDLE_DI unsigned int candle_reduce_max_w32(unsigned int x) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const unsigned int y = (unsigned int)__shfl_xor((int)x, offset, 32);
+        x = y > x ? y : x;
+    }
+    return x;
+}
+
+// Shuffles that also move __half and candle_bf16 (HIP 5.2.3's __shfl* have
+// no 16-bit float overloads, and CUDA's do). Other types forward to HIP.
+// The width defaults to a logical 32-lane warp, like CUDA's.
+template <typename T> CANDLE_DI T candle_shfl(T var, int src_lane, int width = 32) { return __shfl(var, src_lane, width); }
+template <typename T> CANDLE_DI T candle_shfl_xor(T var, int lane_mask, int width = 32) { return __shfl_xor(var, lane_mask, width); }
+template <typename T> CANDLE_DI T candle_shfl_up(T var, unsigned int delta, int width = 32) { return __shfl_up(var, delta, width); }
+template <typename T> CANDLE_DI T candle_shfl_down(T var, unsigned int delta, int width = 32) { return __shfl_down(var, delta, width); }
+
+#define CANDLE_SHFL_16(H)                                                                                          \
+    CANDLE_DI H candle_shfl(H var, int src_lane, int width = 32) {                                                 \
+        return candle_half_traits<H>::from_bits((uint16_t)__shfl((int)candle_half_traits<H>::to_bits(var), src_lane, width)); \
+    }                                                                                                              \
+    CANDLE_DI H candle_shfl_xor(H var, int lane_mask, int width = 32) {                                            \
+        return candle_half_traits<H>::from_bits((uint16_t)__shfl_xor((int)candle_half_traits<H>::to_bits(var), lane_mask, width)); \
+    }                                                                                                              \
+    CANDLE_DI H candle_shfl_up(H var, unsigned int delta, int width = 32) {                                        \
+        return candle_half_traits<H>::from_bits((uint16_t)__shfl_up((int)candle_half_traits<H>::to_bits(var), delta, width)); \
+    }                                                                                                              \
+    CANDLE_DI H candle_shfl_down(H var, unsigned int delta, int width = 32) {                                      \
+        return candle_half_traits<H>::from_bits((uint16_t)__shfl_down((int)candle_half_traits<H>::to_bits(var), delta, width)); \
+    }
+
+CANDLE_SHFL_16(__half)
+CANDLE_SHFL_16(candle_bf16)
+#undef CANDLE_SHFL_16
+
+// ===========================================================================
+// 6. Trap
+// ===========================================================================
+[[noreturn]] CANDLE_HDI void candle_trap() { __builtin_trap(); }
+
+// ===========================================================================
+// 7. candle_atomic_add: atomicAdd for every type Candle's kernels use
+// ===========================================================================
+// HIP 5.2.3 has no 16-bit float atomicAdd, so __half and candle_bf16 use a
+// compare-and-swap loop on the aligned 32-bit word holding the value (the sum
+// is rounded to nearest even). Every other type forwards to HIP's atomicAdd.
+// Returns the old value, like atomicAdd.
+template <typename T> struct candle_type_identity { typedef T type; };
+
+template <typename T>
+CANDLE_DI T candle_atomic_add(T* address, typename candle_type_identity<T>::type val) {
+    return atomicAdd(address, val);
+}
+
+template <typename H> CANDLE_DI H candle_atomic_add_16(H* address, H val) {
+    typedef candle_half_traits<H> T;
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(address);
+    unsigned int* word = reinterpret_cast<unsigned int*>(addr & ~(uintptr_t)3);
+    const unsigned int shift = (addr & 2) ? 16u : 0u;
+    unsigned int old = *word, assumed;
+    do {
+        assumed = old;
+        const H cur = T::from_bits((uint16_t)(assumed >> shift));
+        const unsigned int sum = T::to_bits(T::from_float(T::to_float(cur) + T::to_float(val)));
+        old = atomicCAS(word, assumed, (assumed & ~(0xFFFFu << shift)) | (sum << shift));
+    } while (assumed != old); // integer compare: no endless loop on NaN
+    return T::from_bits((uint16_t)(old >> shift));
+}
+CANDLE_DI __half candle_atomic_add(__half* address, __half val) { return candle_atomic_add_16(address, val); }
+CANDLE_DI candle_bf16 candle_atomic_add(candle_bf16* address, candle_bf16 val) { return candle_atomic_add_16(address, val); }
+
+// ===========================================================================
+// 8. Overloads of other HIP functions (candle_min, candle_max,
+//    candle_atomic_max, ...), which may use the types above.
+// ===========================================================================
+// That header uses `if constexpr`, which clang accepts before C++17 with a
+// -Wc++17-extensions warning (HIP 5.2.3's hipcc defaults to C++14).
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wc++17-extensions"
+#include "candle_hip_overloads.h"
+#pragma clang diagnostic pop

@@ -1,0 +1,51 @@
+//! `cargo xtask`: the commands a maintainer runs after a Candle release.
+//!
+//! * `regen` translates the pinned Candle release into `generated/`.
+//! * `build-kernels` compiles `generated/kernels` for AMD GPUs with hipcc.
+
+mod build_kernels;
+mod hipify;
+mod manifest;
+mod regen;
+mod tree;
+mod upstream;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "candle-rocm maintainer commands")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Translate Candle's CUDA sources into generated/ (atomically).
+    Regen(regen::RegenArgs),
+    /// Compile generated/kernels for AMD GPUs with hipcc and check kernel parity.
+    BuildKernels(build_kernels::BuildArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Regen(args) => regen::run(args),
+        Command::BuildKernels(args) => build_kernels::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (xtask lives one level below it).
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask has a parent").to_path_buf()
+}
