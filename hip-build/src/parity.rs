@@ -92,3 +92,43 @@ mod tests {
         assert_eq!(Reference::parse("kernel x\n").unwrap_err(), "line 1: expected `kernel MODULE NAME` or `launcher NAME`, got `kernel x`");
     }
 }
+
+/// Parity of a whole kernel build: per arch, and for the launchers.
+#[derive(Debug)]
+pub struct BuildParity {
+    pub per_arch: Vec<(String, ParityReport)>,
+    pub launchers: ParityReport,
+}
+
+impl BuildParity {
+    pub fn complete(&self) -> bool {
+        self.launchers.missing.is_empty() && self.per_arch.iter().all(|(_, r)| r.missing.is_empty())
+    }
+}
+
+/// Reads the kernels of every code object (module = path under `kernels_dir`
+/// without extension) for each arch, and the host functions of every object,
+/// and compares them with `reference`.
+pub fn check_build(
+    reference: &Reference,
+    results: &[crate::JobResult],
+    kernels_dir: &std::path::Path,
+    arches: &[String],
+) -> Result<BuildParity, crate::HipBuildError> {
+    use crate::{code_object, OutputKind};
+    let mut per_arch = Vec::new();
+    for arch in arches {
+        let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for r in results.iter().filter(|r| r.job.kind == OutputKind::CodeObject) {
+            let rel = r.job.source.strip_prefix(kernels_dir).unwrap_or(&r.job.source).with_extension("");
+            let module = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/");
+            found.insert(module, code_object::kernel_symbols(&r.job.output, arch)?);
+        }
+        per_arch.push((arch.clone(), kernel_parity(reference, &found)));
+    }
+    let mut host = BTreeSet::new();
+    for r in results.iter().filter(|r| r.job.kind == OutputKind::Object) {
+        host.extend(code_object::host_functions(&r.job.output)?);
+    }
+    Ok(BuildParity { per_arch, launchers: launcher_parity(reference, &host) })
+}

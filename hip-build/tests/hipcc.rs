@@ -62,7 +62,9 @@ fn unknown_arch_is_a_clear_error() {
 fn a_cuda_header_in_the_include_path_is_rejected() {
     let Some(hipcc) = hipcc() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let fake = dir.path().join("fake-cuda");
+    // a system-like include dir outside the kernel tree, as /usr/include is
+    let system = tempfile::tempdir().unwrap();
+    let fake = system.path().join("cuda-include");
     std::fs::create_dir_all(&fake).unwrap();
     std::fs::write(fake.join("cuda_fp16.h"), "#pragma once\n").unwrap();
     let mut j = job(dir.path(), OutputKind::CodeObject, &["gfx90a"]);

@@ -24,11 +24,30 @@ pub fn translate_fixture(rel: &str) -> Result<KernelOutput, TranslateError> {
     translate_tree(&[TreeFile { rel_path: name, contents }], &ctx)
 }
 
+fn upstream_toml() -> toml::Table {
+    let text = std::fs::read_to_string(workspace_root().join("upstream.toml")).expect("upstream.toml");
+    text.parse().expect("upstream.toml is TOML")
+}
+
 /// The pinned upstream version from `upstream.toml`.
 pub fn pinned_version() -> String {
-    let text = std::fs::read_to_string(workspace_root().join("upstream.toml")).expect("upstream.toml");
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("version = \"").and_then(|r| r.strip_suffix('"')))
-        .expect("upstream.toml has [candle] version")
-        .to_string()
+    upstream_toml()["candle"]["version"].as_str().expect("[candle] version").to_string()
+}
+
+/// `[kernels] static_library` from `upstream.toml`.
+pub fn static_library_patterns() -> Vec<String> {
+    upstream_toml()["kernels"]["static_library"].as_array().expect("[kernels] static_library").iter().map(|v| v.as_str().expect("string").to_string()).collect()
+}
+
+/// hipcc, or `None` after saying plainly that the check did not run. Under
+/// CI (`CI` set), a missing hipcc is a failure: CI installs it.
+pub fn hipcc_or_skip(what: &str) -> Option<hip_build::Hipcc> {
+    match hip_build::Hipcc::locate() {
+        Ok(h) => Some(h),
+        Err(e) if std::env::var_os("CI").is_some() => panic!("{what}: {e}"),
+        Err(e) => {
+            println!("SKIPPED: {what} did not run: {e}");
+            None
+        }
+    }
 }

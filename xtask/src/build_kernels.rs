@@ -1,7 +1,6 @@
 //! `cargo xtask build-kernels`: compile generated/kernels for AMD GPUs and
 //! check that every kernel of the CUDA build exists for every arch.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -9,7 +8,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use hip_build::parity::{self, Reference};
-use hip_build::{code_object, compile_all, plan, Hipcc, OutputKind};
+use hip_build::{compile_all, plan, Hipcc};
 
 use crate::{tree, upstream, workspace_root};
 
@@ -79,29 +78,18 @@ pub fn run(args: BuildArgs) -> Result<ExitCode> {
 }
 
 /// Prints kernel parity per arch and launcher parity; false if anything is missing.
-pub fn check_parity(reference: &Reference, results: &[hip_build::JobResult], kernels: &std::path::Path, arches: &[String]) -> Result<bool> {
-    let mut ok = true;
-    for arch in arches {
-        let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for r in results.iter().filter(|r| r.job.kind == OutputKind::CodeObject) {
-            let module = r.job.source.strip_prefix(kernels).unwrap_or(&r.job.source).with_extension("").to_string_lossy().replace('\\', "/");
-            found.insert(module, code_object::kernel_symbols(&r.job.output, arch)?);
-        }
-        let report = parity::kernel_parity(reference, &found);
+fn check_parity(reference: &Reference, results: &[hip_build::JobResult], kernels: &std::path::Path, arches: &[String]) -> Result<bool> {
+    let parity = parity::check_build(reference, results, kernels, arches)?;
+    for (arch, report) in &parity.per_arch {
         println!("kernel parity {arch}: {}/{} CUDA kernels present", report.present, report.total);
         for m in &report.missing {
             eprintln!("  missing on {arch}: {m}");
         }
-        ok &= report.missing.is_empty();
     }
-    let mut host = BTreeSet::new();
-    for r in results.iter().filter(|r| r.job.kind == OutputKind::Object) {
-        host.extend(code_object::host_functions(&r.job.output)?);
-    }
-    let launchers = parity::launcher_parity(reference, &host);
-    println!("launcher parity: {}/{} ffi.rs launchers present", launchers.present, launchers.total);
-    for m in &launchers.missing {
+    let l = &parity.launchers;
+    println!("launcher parity: {}/{} ffi.rs launchers present", l.present, l.total);
+    for m in &l.missing {
         eprintln!("  missing launcher: {m}");
     }
-    Ok(ok && launchers.missing.is_empty())
+    Ok(parity.complete())
 }
