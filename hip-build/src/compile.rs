@@ -2,11 +2,15 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::deps;
 use crate::HipBuildError;
+
+/// How many lines of compiler output an error keeps.
+pub const STDERR_LINES: usize = 40;
 
 /// What a compile produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,26 +18,52 @@ pub enum OutputKind {
     /// `--genco`: a bundled code object with one image per arch, loaded at run
     /// time like a PTX module.
     CodeObject,
-    /// `-c -fPIC`: a host object with the device code embedded, to be linked
-    /// into a static library (launchers called from Rust through FFI).
+    /// `-c -fPIC`: a host object with the device code embedded (section
+    /// `.hip_fatbin`), to be linked into a static library (launchers called
+    /// from Rust through FFI).
     Object,
 }
 
-/// One hipcc invocation.
+/// One hipcc invocation: `hipcc -x hip -std=c++17 -O3 --offload-arch=A…
+/// (--genco | -c -fPIC) -I DIR… EXTRA… SOURCE -o OUTPUT`.
 #[derive(Debug, Clone)]
 pub struct CompileJob {
     pub source: PathBuf,
     pub output: PathBuf,
     pub kind: OutputKind,
+    /// Offload arches (`gfx90a`) or target IDs (`gfx90a:xnack+`).
     pub arches: Vec<String>,
+    /// `-I` dirs. Together with the source's own dir they are the "kernel
+    /// tree", where upstream names such as `cuda_utils.cuh` are allowed (see
+    /// [`deps::cuda_header_in`]).
     pub include_dirs: Vec<PathBuf>,
+    /// Passed after the include dirs, to the compile and to the dependency scan.
     pub extra_flags: Vec<String>,
+}
+
+/// What a successful [`Hipcc::compile`] leaves.
+#[derive(Debug, Clone)]
+pub struct CompileOutput {
+    /// `job.output`.
+    pub output: PathBuf,
+    /// A make rule `OUTPUT: DEPS…` at `OUTPUT.d` (e.g. `affine.co.d`), for
+    /// build scripts (`cargo:rerun-if-changed`) and incremental builds.
+    pub depfile: PathBuf,
+    /// Every file the source includes, host and device side and all arches
+    /// (union, first-seen order, the source first), as absolute paths.
+    pub dependencies: Vec<PathBuf>,
+    /// The compiler's stderr (warnings), empty when it said nothing.
+    pub stderr: String,
+    /// Wall time of the whole compile, dependency scan included.
+    pub wall: Duration,
 }
 
 /// Flags every kernel compile gets: upstream builds its kernels as C++17 at -O3.
 const BASE_FLAGS: &[&str] = &["-x", "hip", "-std=c++17", "-O3"];
 
-/// The hipcc found on this machine.
+/// The hipcc found on this machine. Every command it runs has
+/// `HIP_PLATFORM=amd`: with CUDA installed, Debian's hipcc would otherwise
+/// target NVIDIA.
 #[derive(Debug)]
 pub struct Hipcc {
     path: PathBuf,
@@ -41,7 +71,8 @@ pub struct Hipcc {
 }
 
 impl Hipcc {
-    /// Finds hipcc on PATH, then under `$ROCM_PATH/bin`, `$HIP_PATH/bin`, `/opt/rocm/bin`.
+    /// Finds hipcc on PATH, then as `$ROCM_PATH/bin/hipcc`, `$HIP_PATH/bin/hipcc`,
+    /// `/opt/rocm/bin/hipcc`.
     pub fn locate() -> Result<Self, HipBuildError> {
         let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
             .map(|p| std::env::split_paths(&p).map(|d| d.join("hipcc")).collect())
@@ -53,34 +84,48 @@ impl Hipcc {
         }
         candidates.push(PathBuf::from("/opt/rocm/bin/hipcc"));
         let path = candidates.into_iter().find(|p| p.is_file()).ok_or(HipBuildError::HipccNotFound)?;
-        Ok(Hipcc { path, arch_checks: Mutex::new(HashMap::new()) })
+        Ok(Self::at(path))
+    }
+
+    /// A given hipcc, not looked for.
+    pub fn at(path: impl Into<PathBuf>) -> Self {
+        Hipcc { path: path.into(), arch_checks: Mutex::new(HashMap::new()) }
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    fn command(&self) -> Command {
+    /// A command for this hipcc with `HIP_PLATFORM=amd`.
+    pub fn command(&self) -> Command {
         let mut cmd = Command::new(&self.path);
         cmd.env("HIP_PLATFORM", "amd");
         cmd
     }
 
-    /// `hipcc --version`, first line mentioning HIP.
+    /// The HIP version hipcc reports (`HIP version: 5.2.21153-0` → `5.2.21153-0`).
     pub fn version(&self) -> Result<String, HipBuildError> {
-        let out = self.command().arg("--version").output().map_err(HipBuildError::io("running hipcc --version"))?;
+        let out = self.command().arg("--version").output().map_err(HipBuildError::io(format!("running {} --version", self.path.display())))?;
         let text = String::from_utf8_lossy(&out.stdout);
-        Ok(text.lines().find(|l| l.contains("HIP")).unwrap_or_else(|| text.lines().next().unwrap_or("")).trim().to_string())
+        match text.lines().find_map(|l| l.trim().strip_prefix("HIP version:")) {
+            Some(v) => Ok(v.trim().to_string()),
+            None => Err(HipBuildError::CompileFailed {
+                source_path: self.path.clone(),
+                stderr: format!("`--version` printed no `HIP version:` line:\n{}", trim_lines(&format!("{text}{}", String::from_utf8_lossy(&out.stderr)))),
+            }),
+        }
     }
 
-    /// Checks that hipcc can target `arch`, by compiling an empty kernel (cached).
+    /// Checks that hipcc can target `arch` by compiling an empty kernel for it
+    /// (~0.5 s; the answer is cached in this `Hipcc`).
     pub fn check_arch(&self, arch: &str) -> Result<(), HipBuildError> {
-        let cached = self.arch_checks.lock().expect("arch cache").get(arch).cloned();
-        let result = match cached {
-            Some(r) => r,
+        // held across the probe: parallel jobs wait for one probe per arch
+        let mut cache = self.arch_checks.lock().unwrap_or_else(|e| e.into_inner());
+        let result = match cache.get(arch) {
+            Some(r) => r.clone(),
             None => {
                 let r = self.probe_arch(arch)?;
-                self.arch_checks.lock().expect("arch cache").insert(arch.to_string(), r.clone());
+                cache.insert(arch.to_string(), r.clone());
                 r
             }
         };
@@ -91,79 +136,100 @@ impl Hipcc {
         let dir = tempfile::tempdir().map_err(HipBuildError::io("creating a temporary directory"))?;
         let src = dir.path().join("probe.hip");
         std::fs::write(&src, "extern \"C\" __global__ void candle_probe() {}\n").map_err(HipBuildError::io("writing the arch probe"))?;
-        let out = self
-            .command()
-            .args(BASE_FLAGS)
-            .arg(format!("--offload-arch={arch}"))
-            .arg("--genco")
-            .arg(&src)
-            .arg("-o")
-            .arg(dir.path().join("probe.co"))
-            .output()
-            .map_err(HipBuildError::io("running hipcc"))?;
+        let mut cmd = self.command();
+        cmd.args(BASE_FLAGS).arg(format!("--offload-arch={arch}")).arg("--genco").arg(&src).arg("-o").arg(dir.path().join("probe.co"));
+        let out = run(&mut cmd)?;
         if out.status.success() {
             return Ok(Ok(()));
         }
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let first = stderr.lines().find(|l| l.contains("error")).or_else(|| stderr.lines().next()).unwrap_or("hipcc failed");
+        let first = stderr.lines().find(|l| l.contains("error")).or_else(|| stderr.lines().find(|l| !l.trim().is_empty())).unwrap_or("hipcc failed");
         Ok(Err(first.trim().to_string()))
     }
 
-    /// Compiles one job; fails with the compiler's message, or when any
-    /// dependency is a CUDA header.
-    pub fn compile(&self, job: &CompileJob) -> Result<(), HipBuildError> {
+    /// Compiles one job. In order: checks the arches ([`Hipcc::check_arch`]),
+    /// scans the dependencies (`-M --cuda-device-only`, plus
+    /// `-M --cuda-host-only` for [`OutputKind::Object`]) and fails if any is a
+    /// CUDA header, compiles, writes the depfile.
+    pub fn compile(&self, job: &CompileJob) -> Result<CompileOutput, HipBuildError> {
+        let start = Instant::now();
         for arch in &job.arches {
             self.check_arch(arch)?;
         }
-        if let Some(parent) = job.output.parent() {
+        let failed = |out: &Output| HipBuildError::CompileFailed { source_path: job.source.clone(), stderr: trim_lines(&String::from_utf8_lossy(&out.stderr)) };
+
+        let mut own_dirs = job.include_dirs.clone();
+        own_dirs.extend(job.source.parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_path_buf() }));
+        let mut sides = vec![("--cuda-device-only", "device code")];
+        if job.kind == OutputKind::Object {
+            sides.push(("--cuda-host-only", "host code"));
+        }
+        let mut all_deps: Vec<String> = Vec::new();
+        for (flag, side) in sides {
+            let mut cmd = self.base_command(job);
+            cmd.args(["-M", flag]).arg(&job.source);
+            let out = run(&mut cmd)?;
+            if !out.status.success() {
+                return Err(failed(&out));
+            }
+            let found = deps::parse_make_deps(&String::from_utf8_lossy(&out.stdout));
+            if let Some(header) = deps::cuda_header_in(found.iter().map(String::as_str), &own_dirs) {
+                return Err(HipBuildError::CudaHeaderIncluded { source_path: job.source.clone(), header, side });
+            }
+            all_deps.extend(found);
+        }
+
+        if let Some(parent) = job.output.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(HipBuildError::io(format!("creating {}", parent.display())))?;
         }
-        let depfile = job.output.with_extension("d");
+        let mut cmd = self.base_command(job);
+        match job.kind {
+            OutputKind::CodeObject => cmd.arg("--genco"),
+            OutputKind::Object => cmd.args(["-c", "-fPIC"]),
+        };
+        cmd.arg(&job.source).arg("-o").arg(&job.output);
+        let out = run(&mut cmd)?;
+        if !out.status.success() {
+            return Err(failed(&out));
+        }
+
+        let mut seen = std::collections::HashSet::new();
+        let dependencies: Vec<PathBuf> =
+            all_deps.into_iter().filter(|d| seen.insert(d.clone())).map(|d| std::path::absolute(&d).unwrap_or_else(|_| PathBuf::from(d))).collect();
+        let mut depfile = job.output.clone().into_os_string();
+        depfile.push(".d");
+        let depfile = PathBuf::from(depfile);
+        std::fs::write(&depfile, deps::make_rule(&job.output, &dependencies)).map_err(HipBuildError::io(format!("writing {}", depfile.display())))?;
+        Ok(CompileOutput { output: job.output.clone(), depfile, dependencies, stderr: String::from_utf8_lossy(&out.stderr).into_owned(), wall: start.elapsed() })
+    }
+
+    /// hipcc with the base flags, arches, include dirs and extra flags of `job`.
+    fn base_command(&self, job: &CompileJob) -> Command {
         let mut cmd = self.command();
         cmd.args(BASE_FLAGS);
         for arch in &job.arches {
             cmd.arg(format!("--offload-arch={arch}"));
         }
-        match job.kind {
-            OutputKind::CodeObject => cmd.arg("--genco"),
-            OutputKind::Object => cmd.args(["-c", "-fPIC"]),
-        };
         for dir in &job.include_dirs {
             cmd.arg("-I").arg(dir);
         }
-        cmd.args(&job.extra_flags).arg("-MD").arg("-MF").arg(&depfile).arg(&job.source).arg("-o").arg(&job.output);
-        let out = cmd.output().map_err(HipBuildError::io("running hipcc"))?;
-        if !out.status.success() {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let trimmed: Vec<&str> = stderr.lines().take(40).collect();
-            return Err(HipBuildError::CompileFailed { source_path: job.source.clone(), stderr: trimmed.join("\n") });
-        }
-        let deps = std::fs::read_to_string(&depfile).map_err(HipBuildError::io(format!("reading {}", depfile.display())))?;
-        let mut own_dirs: Vec<PathBuf> = job.include_dirs.clone();
-        own_dirs.extend(job.source.parent().map(Path::to_path_buf));
-        if let Some(header) = cuda_header_in(&deps, &own_dirs) {
-            return Err(HipBuildError::CudaHeaderIncluded { source_path: job.source.clone(), header });
-        }
-        Ok(())
+        cmd.args(&job.extra_flags);
+        cmd
     }
 }
 
-/// The first dependency in a make-style depfile that is a CUDA header.
-/// Files under `own_dirs` (the kernels being built, whose upstream names such
-/// as `cuda_utils.cuh` are kept) are not system headers and are skipped.
-pub fn cuda_header_in(depfile: &str, own_dirs: &[PathBuf]) -> Option<String> {
-    let own: Vec<PathBuf> = own_dirs.iter().filter_map(|d| d.canonicalize().ok()).collect();
-    depfile
-        .split_whitespace()
-        .filter(|w| *w != "\\" && !w.ends_with(':'))
-        .filter(|dep| !Path::new(dep).canonicalize().is_ok_and(|p| own.iter().any(|d| p.starts_with(d))))
-        .find(|dep| is_cuda_header(dep))
-        .map(str::to_string)
+fn run(cmd: &mut Command) -> Result<Output, HipBuildError> {
+    cmd.output().map_err(HipBuildError::io(format!("running {}", cmd.get_program().to_string_lossy())))
 }
 
-fn is_cuda_header(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    path.contains("/cuda/") || path.contains("/cuda-") || path.contains("/thrust/") || path.contains("/cub/") || name.starts_with("cuda") || name == "mma.h"
+/// The first [`STDERR_LINES`] lines, and how many were left out.
+fn trim_lines(text: &str) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let mut out = lines.iter().take(STDERR_LINES).copied().collect::<Vec<_>>().join("\n");
+    if lines.len() > STDERR_LINES {
+        out.push_str(&format!("\n… ({} more lines)", lines.len() - STDERR_LINES));
+    }
+    out
 }
 
 /// The outcome of one job of [`compile_all`].
@@ -171,20 +237,39 @@ fn is_cuda_header(path: &str) -> bool {
 pub struct JobResult {
     pub job: CompileJob,
     pub result: Result<(), HipBuildError>,
+    /// What the compile produced; `Some` exactly when `result` is `Ok`.
+    pub output: Option<CompileOutput>,
     pub wall: Duration,
 }
 
-/// Runs `jobs` on `parallelism` threads (at least 1); results in job order.
+/// The number of threads [`compile_all`] uses for `parallelism == 0`: the available cores.
+pub fn default_parallelism() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs `jobs` on `parallelism` threads (0: [`default_parallelism`]);
+/// results in job order.
 pub fn compile_all(hipcc: &Hipcc, jobs: Vec<CompileJob>, parallelism: usize) -> Vec<JobResult> {
+    compile_all_with_progress(hipcc, jobs, parallelism, &|_| {})
+}
+
+/// [`compile_all`], calling `on_done` as each job finishes (from a worker thread).
+pub fn compile_all_with_progress(hipcc: &Hipcc, jobs: Vec<CompileJob>, parallelism: usize, on_done: &(dyn Fn(&JobResult) + Sync)) -> Vec<JobResult> {
+    let threads = if parallelism == 0 { default_parallelism() } else { parallelism }.min(jobs.len().max(1));
     let queue = Mutex::new(jobs.into_iter().enumerate().collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>());
     let done = Mutex::new(Vec::new());
     std::thread::scope(|s| {
-        for _ in 0..parallelism.max(1) {
+        for _ in 0..threads {
             s.spawn(|| loop {
                 let Some((index, job)) = queue.lock().expect("job queue").pop() else { break };
                 let start = Instant::now();
-                let result = hipcc.compile(&job);
-                done.lock().expect("results").push((index, JobResult { job, result, wall: start.elapsed() }));
+                let (result, output) = match hipcc.compile(&job) {
+                    Ok(o) => (Ok(()), Some(o)),
+                    Err(e) => (Err(e), None),
+                };
+                let finished = JobResult { job, result, output, wall: start.elapsed() };
+                on_done(&finished);
+                done.lock().expect("results").push((index, finished));
             });
         }
     });
@@ -198,23 +283,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cuda_headers_in_depfiles_are_found() {
-        let dep = "x.co: a.hip \\\n  /usr/include/hip/hip_runtime.h /usr/include/cuda_fp16.h \\\n  b.cuh\n";
-        assert_eq!(cuda_header_in(dep, &[]).as_deref(), Some("/usr/include/cuda_fp16.h"));
+    fn long_stderr_is_trimmed() {
+        let text: String = (1..=45).map(|i| format!("line {i}\n")).collect();
+        let t = trim_lines(&text);
+        assert_eq!(t.lines().count(), 41);
+        assert!(t.ends_with("line 40\n… (5 more lines)"), "{t}");
+        assert_eq!(trim_lines("a\nb\n"), "a\nb");
     }
 
     #[test]
-    fn hip_headers_pass() {
-        assert_eq!(cuda_header_in("x.co: a.hip /usr/include/hip/amd_detail/amd_hip_fp16.h\n", &[]), None);
-    }
-
-    #[test]
-    fn headers_of_the_kernel_tree_itself_pass() {
-        let dir = tempfile::tempdir().unwrap();
-        let own = dir.path().join("cuda_utils.cuh");
-        std::fs::write(&own, "").unwrap();
-        let dep = format!("x.co: a.hip {}\n", own.display());
-        assert_eq!(cuda_header_in(&dep, &[dir.path().to_path_buf()]), None);
-        assert!(cuda_header_in(&dep, &[]).is_some());
+    fn a_missing_hipcc_is_an_io_error_not_a_panic() {
+        let h = Hipcc::at("/nonexistent/hipcc");
+        assert!(matches!(h.check_arch("gfx90a"), Err(HipBuildError::Io { .. })));
+        assert!(matches!(h.version(), Err(HipBuildError::Io { .. })));
     }
 }

@@ -1,31 +1,78 @@
-//! Building HIP kernels for AMD GPUs, and checking what was built.
+//! Building HIP kernels for AMD GPUs with `hipcc`, and checking what was built.
 //!
-//! * [`Hipcc`] finds `hipcc`, validates offload arches and compiles one
-//!   source into a bundled code object (`--genco`) or a host object with the
-//!   device code embedded (`-c`, for kernels linked as a static library).
-//!   Every compile also proves that no CUDA header was included.
-//! * [`code_object`] lists the kernels (`NAME.kd` symbols) of one arch in a
-//!   code object, and the global functions a host object defines.
+//! Used by `cargo xtask build-kernels` and the AMD compile check in CI, and
+//! meant for a `build.rs` that compiles kernels for users.
 //!
-//! AMD builds always run with `HIP_PLATFORM=amd`: once CUDA is installed,
-//! hipcc would otherwise default to the NVIDIA platform.
+//! * [`Hipcc::locate`] finds hipcc; [`Hipcc::version`], [`Hipcc::check_arch`]
+//!   (compiles an empty kernel for an offload arch, cached).
+//! * [`Hipcc::compile`] turns one [`CompileJob`] into a bundled code object
+//!   ([`OutputKind::CodeObject`], `--genco`) or a host object with the device
+//!   code embedded ([`OutputKind::Object`], `-c -fPIC`, for kernels linked as
+//!   a static library), writes a depfile, and fails if any dependency, on the
+//!   host or the device side of any arch, is a CUDA header ([`deps`]).
+//!   Every command runs with `HIP_PLATFORM=amd`: once CUDA is installed,
+//!   Debian's hipcc would otherwise default to the NVIDIA platform.
+//! * [`compile_all`] runs many jobs on N threads, with wall time per job.
+//! * [`kernel_symbols`] lists the kernels of one arch in either kind of
+//!   output ([`code_object`] says how bundles are read).
+//! * [`plan`] maps a kernel tree to jobs; [`parity`] compares the kernels
+//!   built with those of the CUDA build.
+//!
+//! ```no_run
+//! use hip_build::{CompileJob, Hipcc, OutputKind};
+//! let hipcc = Hipcc::locate()?;
+//! let job = CompileJob {
+//!     source: "kernels/affine.hip".into(),
+//!     output: "out/affine.co".into(),
+//!     kind: OutputKind::CodeObject,
+//!     arches: hip_build::arches_from_env().unwrap_or_else(hip_build::default_arches),
+//!     include_dirs: vec!["kernels".into()],
+//!     extra_flags: vec![],
+//! };
+//! let built = hipcc.compile(&job)?;
+//! for dep in &built.dependencies {
+//!     println!("cargo:rerun-if-changed={}", dep.display());
+//! }
+//! let kernels = hip_build::kernel_symbols(&built.output, "gfx90a")?;
+//! # Ok::<(), hip_build::HipBuildError>(())
+//! ```
 
 pub mod code_object;
 mod compile;
+pub mod deps;
 mod error;
 pub mod parity;
 pub mod plan;
 
-pub use compile::{compile_all, CompileJob, Hipcc, JobResult, OutputKind};
+pub use code_object::kernel_symbols;
+pub use compile::{compile_all, compile_all_with_progress, default_parallelism, CompileJob, CompileOutput, Hipcc, JobResult, OutputKind, STDERR_LINES};
 pub use error::HipBuildError;
 
 /// The arches CI compiles for: CDNA2 (wave64) and RDNA2 (wave32), both
 /// supported by Debian's HIP 5.2.3.
 pub const CI_ARCHES: &[&str] = &["gfx90a", "gfx1030"];
 
-/// Arches from `CANDLE_ROCM_ARCHS` (a comma list), if set and non-empty.
+/// [`CI_ARCHES`] as owned strings: `["gfx90a", "gfx1030"]`.
+pub fn default_arches() -> Vec<String> {
+    CI_ARCHES.iter().map(|a| a.to_string()).collect()
+}
+
+/// Arches from `CANDLE_ROCM_ARCHS` (a comma list, blanks ignored), if set and non-empty.
 pub fn arches_from_env() -> Option<Vec<String>> {
-    let list = std::env::var("CANDLE_ROCM_ARCHS").ok()?;
+    parse_arch_list(&std::env::var("CANDLE_ROCM_ARCHS").ok()?)
+}
+
+fn parse_arch_list(list: &str) -> Option<Vec<String>> {
     let arches: Vec<String> = list.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_string).collect();
     (!arches.is_empty()).then_some(arches)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn arch_lists() {
+        assert_eq!(super::parse_arch_list(" gfx90a, gfx1100 ,,").unwrap(), ["gfx90a", "gfx1100"]);
+        assert_eq!(super::parse_arch_list(" , "), None);
+        assert_eq!(super::default_arches(), ["gfx90a", "gfx1030"]);
+    }
 }

@@ -8,7 +8,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use hip_build::parity::{self, Reference};
-use hip_build::{compile_all, plan, Hipcc};
+use hip_build::{compile_all_with_progress, plan, Hipcc};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::{tree, upstream, workspace_root};
 
@@ -51,7 +52,12 @@ pub fn run(args: BuildArgs) -> Result<ExitCode> {
     let parallelism = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     println!("build-kernels: {} files for {} with {} ({} jobs)", jobs.len(), arches.join(","), hipcc.version()?, parallelism);
     let start = Instant::now();
-    let results = compile_all(&hipcc, jobs, parallelism);
+    let bar = ProgressBar::new(jobs.len() as u64).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}").expect("valid template"));
+    let results = compile_all_with_progress(&hipcc, jobs, parallelism, &|r| {
+        bar.set_message(tree::shown(&r.job.source).display().to_string());
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
     let mut failed = 0;
     for r in &results {
         let name = tree::shown(&r.job.source);

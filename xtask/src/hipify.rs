@@ -15,7 +15,36 @@ pub fn find() -> Option<PathBuf> {
 pub fn run(hipify: &Path, file: &Path) -> Result<Vec<u8>> {
     let out = Command::new(hipify).arg(file).output().with_context(|| format!("running {}", hipify.display()))?;
     if !out.status.success() {
-        bail!("hipify-perl failed on {}: {}", file.display(), String::from_utf8_lossy(&out.stderr).trim());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let why = stderr.lines().map(str::trim).find(|l| !l.is_empty()).map_or_else(|| out.status.to_string(), str::to_string);
+        bail!("hipify-perl failed on {}: {why}", file.display());
     }
     Ok(out.stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn script(dir: &Path, body: &str) -> PathBuf {
+        let path = dir.join("hipify-perl");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[test]
+    fn run_returns_stdout_and_names_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("a.cu");
+        std::fs::write(&input, "cudaStream_t s;\n").unwrap();
+        let ok = script(dir.path(), "sed s/cudaStream_t/hipStream_t/ \"$1\"");
+        assert_eq!(run(&ok, &input).unwrap(), b"hipStream_t s;\n");
+        let quiet = script(dir.path(), "exit 3");
+        let e = run(&quiet, &input).unwrap_err().to_string();
+        assert!(e.starts_with("hipify-perl failed on ") && e.ends_with("exit status: 3"), "{e}");
+        let loud = script(dir.path(), "echo '' >&2; echo 'bad things' >&2; exit 1");
+        assert!(run(&loud, &input).unwrap_err().to_string().ends_with(": bad things"));
+    }
 }

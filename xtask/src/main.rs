@@ -1,12 +1,16 @@
 //! `cargo xtask`: the commands a maintainer runs after a Candle release.
 //!
-//! * `regen` translates the pinned Candle release into `generated/`.
+//! * `regen` translates the pinned Candle release into `generated/`
+//!   (modules: `upstream` finds the sources, `hipify` the optional first
+//!   pass, `steps` the translation steps, `tree` the atomic write and the
+//!   check, `manifest` MANIFEST.toml and NOTICE.md, `regen` the command).
 //! * `build-kernels` compiles `generated/kernels` for AMD GPUs with hipcc.
 
 mod build_kernels;
 mod hipify;
 mod manifest;
 mod regen;
+mod steps;
 mod tree;
 mod upstream;
 
@@ -31,7 +35,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version print to stdout and succeed; usage errors exit 1
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+        }
+    };
     let result = match cli.command {
         Command::Regen(args) => regen::run(args),
         Command::BuildKernels(args) => build_kernels::run(args),

@@ -1,4 +1,10 @@
 //! `cargo xtask regen`: translate Candle's CUDA sources into generated/.
+//!
+//! Every step of [`steps::STEPS`] runs on the upstream sources; their files,
+//! the upstream license files, NOTICE.md and MANIFEST.toml make one in-memory
+//! tree, which is then written atomically (or, with `--check`, compared with
+//! what is on disk). Nothing is written before the whole tree exists, so any
+//! failure leaves the output directory as it was.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -7,20 +13,19 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use translator::kernels::{translate_tree, KernelContext, KernelOutput};
-use translator::TreeFile;
 
-use crate::manifest::{self, ManifestInputs};
+use crate::manifest;
+use crate::steps::{StepOutput, STEPS};
 use crate::tree::{self, Tree};
-use crate::upstream::{self, Origin, Upstream};
-use crate::{hipify, workspace_root};
+use crate::upstream::{self, Upstream};
+use crate::workspace_root;
 
 #[derive(Args, Debug)]
 pub struct RegenArgs {
-    /// Translate this crates.io release instead of the pinned one.
+    /// Translate this crates.io release instead of the one pinned in upstream.toml.
     #[arg(long, value_name = "X.Y.Z", conflicts_with = "candle_src")]
     candle_version: Option<String>,
-    /// Translate a Candle checkout (its candle-kernels/ and candle-core/).
+    /// Translate a Candle git checkout (its candle-kernels/ and candle-core/).
     #[arg(long, value_name = "DIR")]
     candle_src: Option<PathBuf>,
     /// Write here instead of <workspace>/generated.
@@ -31,87 +36,55 @@ pub struct RegenArgs {
     check: bool,
 }
 
-/// What the kernels step read and made.
-struct KernelStep {
-    inputs: Vec<(String, Vec<u8>)>,
-    output: KernelOutput,
-    hipify_used: bool,
-}
-
 pub fn run(args: RegenArgs) -> Result<ExitCode> {
     let start = Instant::now();
     let root = workspace_root();
     let config = upstream::load_config(&root)?;
+    let out_dir = args.out.clone().unwrap_or_else(|| root.join("generated"));
+    if !args.check {
+        tree::remove_stale(&out_dir);
+    }
     let upstream = match &args.candle_src {
         Some(dir) => upstream::from_checkout(&config.candle, dir)?,
-        None => {
-            let version = args.candle_version.as_deref().unwrap_or(&config.candle.version);
-            upstream::from_registry(&config.candle, version)?
-        }
+        None => upstream::from_registry(&config.candle, args.candle_version.as_deref().unwrap_or(&config.candle.version))?,
     };
-    let out_dir = args.out.clone().unwrap_or_else(|| root.join("generated"));
 
-    let kernels = kernels_step(&upstream)?;
-    let tree = assemble(&upstream, &kernels)?;
+    let steps = STEPS.iter().map(|step| step(&upstream)).collect::<Result<Vec<_>>>()?;
+    let tree = assemble(&upstream, &steps)?;
+    let label = format!("{}/", tree::shown(&out_dir).display());
 
     if args.check {
-        return check(&tree, &out_dir);
+        let on_disk = tree::read_tree(&out_dir).with_context(|| format!("reading {label}"))?;
+        let (up_to_date, text) = tree::check_report(&on_disk, &tree, &label);
+        report(&upstream, &steps, &tree, &label, start);
+        print!("{text}");
+        return Ok(if up_to_date { ExitCode::SUCCESS } else { ExitCode::FAILURE });
     }
-    tree::write_atomic(&tree, &out_dir).with_context(|| format!("writing {}", out_dir.display()))?;
-    report(&upstream, &kernels, &tree, &out_dir, start);
+    let previous = std::fs::read_to_string(out_dir.join(manifest::MANIFEST)).ok();
+    tree::write_atomic(&tree, &out_dir).with_context(|| format!("writing {label}"))?;
+    report(&upstream, &steps, &tree, &label, start);
+    if let Some(previous) = previous {
+        println!("  since the previous regen:");
+        for line in manifest::changes_since(&previous, &tree[manifest::MANIFEST]) {
+            println!("    {line}");
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Translates candle-kernels; with hipify-perl installed, also translates its
-/// output and requires the two results to be identical.
-fn kernels_step(upstream: &Upstream) -> Result<KernelStep> {
-    let src = upstream.kernels.root.join("src");
-    let files = cuda_sources(&src)?;
-    let ctx = KernelContext { source_label: format!("{} {}", upstream.kernels.name, upstream.kernels.version) };
-    let output = translate_tree(&files, &ctx).map_err(|e| anyhow::anyhow!("translation failed: {e}"))?;
-    let hipify_used = match hipify::find() {
-        None => false,
-        Some(hipify) => {
-            let mut hipified = Vec::with_capacity(files.len());
-            for f in &files {
-                hipified.push(TreeFile { rel_path: f.rel_path.clone(), contents: hipify::run(&hipify, &src.join(&f.rel_path))? });
-            }
-            let via_hipify = translate_tree(&hipified, &ctx).map_err(|e| anyhow::anyhow!("translation of hipify-perl output failed: {e}"))?;
-            if let Some((a, b)) = output.files.iter().zip(&via_hipify.files).find(|(a, b)| a != b) {
-                bail!(
-                    "hipify-perl changes the translation of {}: some rule is not idempotent on HIP input\n{}",
-                    a.rel_path,
-                    tree::unified_diff(&a.rel_path, &a.contents, &b.contents, 40)
-                );
-            }
-            true
-        }
-    };
-    let inputs = files.into_iter().map(|f| (format!("{}/src/{}", upstream.kernels.name, f.rel_path), f.contents)).collect();
-    Ok(KernelStep { inputs, output, hipify_used })
-}
-
-/// Every `.cu`/`.cuh` under `src`, sorted, with `/`-separated relative paths.
-fn cuda_sources(src: &Path) -> Result<Vec<TreeFile>> {
-    let all = tree::read_tree(src)?;
-    if all.is_empty() {
-        bail!("{} has no sources", src.display());
-    }
-    Ok(all
-        .into_iter()
-        .filter(|(p, _)| p.ends_with(".cu") || p.ends_with(".cuh"))
-        .map(|(rel_path, contents)| TreeFile { rel_path, contents })
-        .collect())
-}
-
-/// The whole generated tree: kernels, upstream licenses, NOTICE, MANIFEST.
-fn assemble(upstream: &Upstream, kernels: &KernelStep) -> Result<Tree> {
+/// The whole generated tree: every step's files, the upstream license files,
+/// NOTICE.md and MANIFEST.toml.
+pub fn assemble(upstream: &Upstream, steps: &[StepOutput]) -> Result<Tree> {
     let mut tree = Tree::new();
-    for f in &kernels.output.files {
-        tree.insert(format!("kernels/{}", f.rel_path), f.contents.clone());
+    for step in steps {
+        for (path, contents) in &step.files {
+            if tree.insert(path.clone(), contents.clone()).is_some() {
+                bail!("two translation steps write {path} (step `{}` is the second)", step.name);
+            }
+        }
     }
     let mut license_files = Vec::new();
-    for c in [&upstream.kernels, &upstream.core] {
+    for c in upstream.crates() {
         for (name, contents) in license_files_of(&c.root)? {
             let path = format!("upstream-licenses/{}/{name}", c.name);
             tree.insert(path.clone(), contents);
@@ -119,8 +92,7 @@ fn assemble(upstream: &Upstream, kernels: &KernelStep) -> Result<Tree> {
         }
     }
     tree.insert(manifest::NOTICE.to_string(), manifest::render_notice(upstream, &license_files).into_bytes());
-    let m = ManifestInputs { upstream, inputs: &kernels.inputs, rule_counts: &kernels.output.rule_counts };
-    let rendered = manifest::render_manifest(&m, &tree);
+    let rendered = manifest::render_manifest(upstream, steps, &tree);
     tree.insert(manifest::MANIFEST.to_string(), rendered.into_bytes());
     Ok(tree)
 }
@@ -132,45 +104,79 @@ fn license_files_of(root: &Path) -> Result<Vec<(String, Vec<u8>)>> {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if entry.path().is_file() && (name.starts_with("LICENSE") || name.starts_with("COPYING")) {
-            found.push((name, std::fs::read(entry.path())?));
+            found.push((name, std::fs::read(entry.path()).with_context(|| format!("reading {}", entry.path().display()))?));
         }
     }
     found.sort();
     Ok(found)
 }
 
-fn check(tree: &Tree, out_dir: &Path) -> Result<ExitCode> {
-    let on_disk = tree::read_tree(out_dir)?;
-    let diff = tree::compare(&on_disk, tree);
-    let shown = tree::shown(out_dir);
-    if diff.is_empty() {
-        println!("{} is up to date ({} files)", shown.display(), tree.len());
-        return Ok(ExitCode::SUCCESS);
+fn report(upstream: &Upstream, steps: &[StepOutput], tree: &Tree, label: &str, start: Instant) {
+    println!("regen: {}", upstream.describe());
+    for step in steps {
+        for note in &step.notes {
+            println!("  {note}");
+        }
     }
-    for path in &diff.changed {
-        print!("{}", tree::unified_diff(path, &on_disk[path], &tree[path], 200));
-    }
-    for path in &diff.added {
-        println!("missing from {}: {path}", shown.display());
-    }
-    for path in &diff.removed {
-        println!("not produced by regen: {path}");
-    }
-    println!("{} is out of date: run cargo xtask regen", shown.display());
-    Ok(ExitCode::FAILURE)
-}
-
-fn report(upstream: &Upstream, kernels: &KernelStep, tree: &Tree, out_dir: &Path, start: Instant) {
-    let origin = match upstream.origin {
-        Origin::CratesIo => "crates.io",
-        Origin::Checkout => "checkout",
-    };
-    println!("regen: {} {} ({origin})", upstream.kernels.name, upstream.kernels.version);
-    println!("  hipify-perl first pass: {}", if kernels.hipify_used { "yes (output identical to the native pass)" } else { "not installed" });
-    println!("  kernel files in: {}, files out: {} in {}", kernels.inputs.len(), tree.len(), tree::shown(out_dir).display());
-    let counts: BTreeMap<_, _> = kernels.output.rule_counts.iter().collect();
-    for (rule, n) in counts {
-        println!("  {rule:<24} {n:>6}");
+    let inputs: usize = steps.iter().map(|s| s.inputs.len()).sum();
+    println!("  files in: {inputs}, files out: {} ({label})", tree.len());
+    for step in steps {
+        println!("  rule counts ({}):", step.name);
+        let counts: BTreeMap<_, _> = step.rule_counts.iter().collect();
+        for (rule, n) in counts {
+            println!("    {rule:<24} {n:>6}");
+        }
     }
     println!("  wall time: {:.2}s", start.elapsed().as_secs_f64());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::upstream::{CrateSource, Origin};
+
+    fn upstream(dir: &Path) -> Upstream {
+        let c = |name: &str| {
+            let root = dir.join(name);
+            std::fs::create_dir_all(&root).unwrap();
+            CrateSource { name: name.into(), version: "1.2.3".into(), root, license: "MIT".into(), repository: String::new() }
+        };
+        Upstream { origin: Origin::CratesIo, kernels: c("candle-kernels"), core: c("candle-core") }
+    }
+
+    /// A stand-in for the translator: the identity on `.cu` files.
+    fn identity_step(name: &'static str, prefix: &str, files: &[(&str, &str)]) -> StepOutput {
+        StepOutput {
+            name,
+            inputs: files.iter().map(|(p, c)| (format!("candle-kernels/src/{p}"), c.as_bytes().to_vec())).collect(),
+            files: files.iter().map(|(p, c)| (format!("{prefix}/{p}"), c.as_bytes().to_vec())).collect(),
+            rule_counts: BTreeMap::from([("identity", files.len())]),
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn assemble_builds_the_whole_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let up = upstream(dir.path());
+        std::fs::write(up.core.root.join("LICENSE-MIT"), "mit").unwrap();
+        std::fs::write(up.core.root.join("README.md"), "no").unwrap();
+        let steps = [identity_step("kernels", "kernels", &[("a.cu", "a"), ("moe/b.cuh", "b")])];
+        let tree = assemble(&up, &steps).unwrap();
+        let paths: Vec<_> = tree.keys().map(String::as_str).collect();
+        assert_eq!(paths, ["MANIFEST.toml", "NOTICE.md", "kernels/a.cu", "kernels/moe/b.cuh", "upstream-licenses/candle-core/LICENSE-MIT"]);
+        let manifest = String::from_utf8(tree["MANIFEST.toml"].clone()).unwrap();
+        assert!(manifest.contains("path = \"upstream-licenses/candle-core/LICENSE-MIT\""));
+        assert!(manifest.contains("path = \"NOTICE.md\""));
+        assert!(!manifest.contains(dir.path().to_str().unwrap()));
+        assert_eq!(tree, assemble(&up, &steps).unwrap(), "deterministic");
+    }
+
+    #[test]
+    fn steps_must_not_overlap() {
+        let dir = tempfile::tempdir().unwrap();
+        let steps = [identity_step("kernels", "kernels", &[("a.cu", "a")]), identity_step("other", "kernels", &[("a.cu", "b")])];
+        let e = assemble(&upstream(dir.path()), &steps).unwrap_err().to_string();
+        assert_eq!(e, "two translation steps write kernels/a.cu (step `other` is the second)");
+    }
 }

@@ -31,14 +31,20 @@ fn read_into(root: &Path, dir: &Path, tree: &mut Tree) -> Result<()> {
     Ok(())
 }
 
-/// Writes `tree` as the whole content of `out`: built beside it in a temporary
-/// directory, then swapped in. On any failure `out` is left as it was.
+/// Writes `tree` as the whole content of `out`: built beside it in
+/// `.<name>.tmp-<pid>-*`, then swapped in (`out` → `.<name>.old-<pid>`, staging
+/// → `out`, old removed). On any failure before the swap the staging directory
+/// is removed and `out` is left as it was.
 pub fn write_atomic(tree: &Tree, out: &Path) -> Result<()> {
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let name = out.file_name().context("output directory has no name")?.to_string_lossy().into_owned();
-    remove_stale(parent, &name);
-    let staging = tempfile::Builder::new().prefix(&format!(".{name}.tmp-")).tempdir_in(parent).with_context(|| format!("creating a staging directory in {}", parent.display()))?;
+    let (parent, name) = parent_and_name(out)?;
+    std::fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
+    remove_stale(out);
+    let pid = std::process::id();
+    // TempDir removes itself when dropped, i.e. on every early return below.
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{name}.tmp-{pid}-"))
+        .tempdir_in(&parent)
+        .with_context(|| format!("creating a staging directory in {}", parent.display()))?;
     for (rel, contents) in tree {
         let path = staging.path().join(rel);
         if let Some(dir) = path.parent() {
@@ -47,29 +53,43 @@ pub fn write_atomic(tree: &Tree, out: &Path) -> Result<()> {
         std::fs::write(&path, contents).with_context(|| format!("writing {}", path.display()))?;
     }
     let staged = staging.keep();
-    let old = parent.join(format!(".{name}.old-{}", std::process::id()));
-    if out.exists() {
-        std::fs::rename(out, &old).with_context(|| format!("moving {} aside", out.display()))?;
+    let old = parent.join(format!(".{name}.old-{pid}"));
+    let had_old = out.exists();
+    if had_old {
+        if let Err(e) = std::fs::rename(out, &old) {
+            let _ = std::fs::remove_dir_all(&staged);
+            return Err(e).with_context(|| format!("moving {} aside", out.display()));
+        }
     }
     if let Err(e) = std::fs::rename(&staged, out) {
-        if old.exists() {
+        if had_old {
             let _ = std::fs::rename(&old, out);
         }
         let _ = std::fs::remove_dir_all(&staged);
         return Err(e).with_context(|| format!("moving the new tree into {}", out.display()));
     }
-    if old.exists() {
-        std::fs::remove_dir_all(&old).with_context(|| format!("removing {}", old.display()))?;
+    if had_old {
+        std::fs::remove_dir_all(&old).with_context(|| format!("removing the previous tree {}", old.display()))?;
     }
     Ok(())
 }
 
-/// Leftovers of an interrupted earlier run.
-fn remove_stale(parent: &Path, name: &str) {
-    let Ok(entries) = std::fs::read_dir(parent) else { return };
+fn parent_and_name(out: &Path) -> Result<(PathBuf, String)> {
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+    let name = out.file_name().with_context(|| format!("{} has no directory name", out.display()))?.to_string_lossy().into_owned();
+    Ok((parent, name))
+}
+
+/// Removes `.<name>.tmp-*` and `.<name>.old-*` beside `out`: leftovers of an
+/// interrupted earlier run (Ctrl-C between the two renames at worst leaves
+/// one of these). Best effort.
+pub fn remove_stale(out: &Path) {
+    let Ok((parent, name)) = parent_and_name(out) else { return };
+    let Ok(entries) = std::fs::read_dir(&parent) else { return };
+    let (tmp, old) = (format!(".{name}.tmp-"), format!(".{name}.old-"));
     for entry in entries.flatten() {
         let n = entry.file_name().to_string_lossy().into_owned();
-        if n.starts_with(&format!(".{name}.tmp-")) || n.starts_with(&format!(".{name}.old-")) {
+        if n.starts_with(&tmp) || n.starts_with(&old) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
@@ -102,20 +122,59 @@ pub fn compare(old: &Tree, new: &Tree) -> TreeDiff {
     diff
 }
 
-/// A unified diff of one file, at most `max_lines` lines.
+/// Lines of diff shown per changed file by [`check_report`].
+pub const DIFF_LINES_PER_FILE: usize = 200;
+
+/// Compares the tree on disk with a fresh one. Returns whether they are
+/// identical and the text to print: unified diffs of changed files, the
+/// added and removed files, and a final verdict line naming `label`
+/// (e.g. `generated/`).
+pub fn check_report(on_disk: &Tree, fresh: &Tree, label: &str) -> (bool, String) {
+    let diff = compare(on_disk, fresh);
+    if diff.is_empty() {
+        return (true, format!("{label} is up to date ({} files)\n", fresh.len()));
+    }
+    let mut text = String::new();
+    for path in &diff.changed {
+        text.push_str(&unified_diff(path, &on_disk[path], &fresh[path], DIFF_LINES_PER_FILE));
+    }
+    for path in &diff.added {
+        text.push_str(&format!("added (regen would create {label}{path})\n"));
+    }
+    for path in &diff.removed {
+        text.push_str(&format!("removed (regen would delete {label}{path})\n"));
+    }
+    text.push_str(&format!(
+        "{} changed, {} added, {} removed\n{label} is out of date: run cargo xtask regen\n",
+        diff.changed.len(),
+        diff.added.len(),
+        diff.removed.len()
+    ));
+    (false, text)
+}
+
+/// A unified diff of one file (`a/` on disk, `b/` fresh), at most `max_lines`
+/// lines; says so when it cut the rest.
 pub fn unified_diff(path: &str, old: &[u8], new: &[u8], max_lines: usize) -> String {
     let old = String::from_utf8_lossy(old);
     let new = String::from_utf8_lossy(new);
-    let text = similar::TextDiff::from_lines(old.as_ref(), new.as_ref())
+    let mut text = similar::TextDiff::from_lines(old.as_ref(), new.as_ref())
         .unified_diff()
         .context_radius(3)
         .header(&format!("a/{path}"), &format!("b/{path}"))
         .to_string();
+    if text.is_empty() {
+        // identical text after lossy decoding: the bytes differ elsewhere
+        return format!("--- a/{path}\n+++ b/{path}\n(binary or non-UTF-8 contents differ)\n");
+    }
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
     let lines: Vec<&str> = text.lines().collect();
     if lines.len() <= max_lines {
         return text;
     }
-    format!("{}\n... ({} more lines of diff)\n", lines[..max_lines].join("\n"), lines.len() - max_lines)
+    format!("{}\n... diff of {path} truncated: {} more lines not shown\n", lines[..max_lines].join("\n"), lines.len() - max_lines)
 }
 
 /// `path` relative to the workspace when it is inside it (for messages).
@@ -166,7 +225,92 @@ mod tests {
         let old = (0..100).map(|i| format!("{i}\n")).collect::<String>();
         let new = (0..100).map(|i| format!("{}\n", i * 2)).collect::<String>();
         let d = unified_diff("f", old.as_bytes(), new.as_bytes(), 20);
-        assert!(d.starts_with("--- a/f"));
-        assert!(d.contains("more lines of diff"));
+        assert!(d.starts_with("--- a/f\n+++ b/f\n"));
+        assert_eq!(d.lines().count(), 21);
+        assert!(d.trim_end().ends_with("more lines not shown"), "{d}");
+        assert!(d.contains("truncated"));
+        let short = unified_diff("f", b"a\nb\n", b"a\nc\n", 20);
+        assert!(short.contains("-b\n+c\n") && !short.contains("truncated"), "{short}");
+    }
+
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn failed_write_removes_its_staging_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("generated");
+        write_atomic(&tree(&[("k/a.hip", "old")]), &out).unwrap();
+        assert!(write_atomic(&tree(&[("k", "file"), ("k/a.hip", "dir")]), &out).is_err());
+        assert_eq!(names_in(dir.path()), ["generated"]);
+        assert_eq!(read_tree(&out).unwrap(), tree(&[("k/a.hip", "old")]));
+    }
+
+    #[test]
+    fn write_creates_a_missing_out_dir_and_nested_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("sub/generated");
+        let t = tree(&[("MANIFEST.toml", "m"), ("kernels/mmq_gguf/x.cuh", "x"), ("upstream-licenses/candle-core/LICENSE", "l")]);
+        write_atomic(&t, &out).unwrap();
+        assert_eq!(read_tree(&out).unwrap(), t);
+    }
+
+    #[test]
+    fn stale_siblings_are_cleaned_and_others_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("generated");
+        for d in [".generated.tmp-123-abc", ".generated.old-77", ".other.tmp-1", "keep"] {
+            std::fs::create_dir_all(dir.path().join(d).join("sub")).unwrap();
+        }
+        remove_stale(&out);
+        assert_eq!(names_in(dir.path()), [".other.tmp-1", "keep"]);
+        std::fs::create_dir_all(dir.path().join(".generated.old-9")).unwrap();
+        write_atomic(&tree(&[("a", "1")]), &out).unwrap();
+        assert_eq!(names_in(dir.path()), [".other.tmp-1", "generated", "keep"]);
+    }
+
+    #[test]
+    fn read_tree_uses_slash_paths_and_missing_dir_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read_tree(&dir.path().join("nope")).unwrap().is_empty());
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        std::fs::write(dir.path().join("a/b/c.cu"), "x").unwrap();
+        assert_eq!(read_tree(dir.path()).unwrap(), tree(&[("a/b/c.cu", "x")]));
+    }
+
+    #[test]
+    fn check_report_passes_on_identical_trees() {
+        let t = tree(&[("a", "1"), ("b", "2")]);
+        let (ok, text) = check_report(&t, &t.clone(), "generated/");
+        assert!(ok);
+        assert_eq!(text, "generated/ is up to date (2 files)\n");
+    }
+
+    #[test]
+    fn check_report_shows_changed_added_and_removed() {
+        let on_disk = tree(&[("kernels/a.hip", "x\ny\nz\n"), ("kernels/gone.hip", "g\n")]);
+        let fresh = tree(&[("kernels/a.hip", "x\nY\nz\n"), ("kernels/new.hip", "n\n")]);
+        let (ok, text) = check_report(&on_disk, &fresh, "generated/");
+        assert!(!ok);
+        assert!(text.contains("--- a/kernels/a.hip\n+++ b/kernels/a.hip\n"), "{text}");
+        assert!(text.contains("-y\n+Y\n"), "{text}");
+        assert!(text.contains("added (regen would create generated/kernels/new.hip)"), "{text}");
+        assert!(text.contains("removed (regen would delete generated/kernels/gone.hip)"), "{text}");
+        assert!(text.contains("1 changed, 1 added, 1 removed"), "{text}");
+        assert_eq!(text.lines().last().unwrap(), "generated/ is out of date: run cargo xtask regen");
+    }
+
+    #[test]
+    fn check_against_a_written_tree_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("generated");
+        let t = tree(&[("kernels/a.hip", "a\n"), ("MANIFEST.toml", "m\n")]);
+        write_atomic(&t, &out).unwrap();
+        assert!(check_report(&read_tree(&out).unwrap(), &t, "generated/").0);
+        std::fs::write(out.join("kernels/a.hip"), "edited\n").unwrap();
+        assert!(!check_report(&read_tree(&out).unwrap(), &t, "generated/").0);
     }
 }

@@ -43,11 +43,21 @@ pub struct CrateSource {
     pub repository: String,
 }
 
-/// Where the inputs came from, for the report and the manifest (never an absolute path).
+/// Where the inputs came from. The manifest records only [`Origin::as_str`],
+/// never a path; the checkout's directory is shown in the run report only.
 #[derive(Debug, Clone)]
 pub enum Origin {
     CratesIo,
-    Checkout,
+    Checkout(PathBuf),
+}
+
+impl Origin {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Origin::CratesIo => "crates.io",
+            Origin::Checkout(_) => "checkout",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -55,6 +65,22 @@ pub struct Upstream {
     pub origin: Origin,
     pub kernels: CrateSource,
     pub core: CrateSource,
+}
+
+impl Upstream {
+    /// The upstream crates, in the order the manifest and NOTICE list them.
+    pub fn crates(&self) -> [&CrateSource; 2] {
+        [&self.kernels, &self.core]
+    }
+
+    /// One line for the run report.
+    pub fn describe(&self) -> String {
+        let crates = self.crates().map(|c| format!("{} {}", c.name, c.version)).join(" + ");
+        match &self.origin {
+            Origin::CratesIo => format!("{crates} (crates.io, from the cargo registry)"),
+            Origin::Checkout(dir) => format!("{crates} (checkout {})", dir.display()),
+        }
+    }
 }
 
 /// The crates.io release `version`.
@@ -75,8 +101,11 @@ pub fn from_registry(pin: &CandlePin, version: &str) -> Result<Upstream> {
 /// A Candle git checkout (its `candle-kernels/` and `candle-core/`).
 pub fn from_checkout(pin: &CandlePin, dir: &Path) -> Result<Upstream> {
     let kernels_dir = dir.join(&pin.kernels_crate);
-    if !kernels_dir.join("src").is_dir() || !has_cuda_sources(&kernels_dir.join("src")) {
-        bail!("{} is not a Candle checkout: missing {}/src with .cu files", dir.display(), pin.kernels_crate);
+    if !kernels_dir.join("src").is_dir() {
+        bail!("{} is not a Candle checkout: missing {}/src", dir.display(), pin.kernels_crate);
+    }
+    if !has_cuda_sources(&kernels_dir.join("src")) {
+        bail!("{} is not a Candle checkout: no .cu files in {}/src", dir.display(), pin.kernels_crate);
     }
     let core_dir = dir.join(&pin.core_crate);
     if !core_dir.join("Cargo.toml").is_file() {
@@ -85,7 +114,7 @@ pub fn from_checkout(pin: &CandlePin, dir: &Path) -> Result<Upstream> {
     let workspace_manifest = dir.join("Cargo.toml");
     let workspace = std::fs::read_to_string(&workspace_manifest).ok().and_then(|t| t.parse::<toml::Table>().ok());
     Ok(Upstream {
-        origin: Origin::Checkout,
+        origin: Origin::Checkout(dir.to_path_buf()),
         kernels: read_crate(&kernels_dir, workspace.as_ref())?,
         core: read_crate(&core_dir, workspace.as_ref())?,
     })
@@ -102,12 +131,13 @@ fn cargo_home() -> PathBuf {
     })
 }
 
-/// `$CARGO_HOME/registry/src/<index>/<name>-<version>` (first index, sorted).
+/// `$CARGO_HOME/registry/src/<index>/<name>-<version>` (first index, sorted),
+/// only when cargo finished unpacking it (it writes `.cargo-ok` last).
 fn registry_dir(name: &str, version: &str) -> Option<PathBuf> {
     let src = cargo_home().join("registry/src");
     let mut indexes: Vec<PathBuf> = std::fs::read_dir(src).ok()?.flatten().map(|e| e.path()).collect();
     indexes.sort();
-    indexes.into_iter().map(|i| i.join(format!("{name}-{version}"))).find(|d| d.join("Cargo.toml").is_file())
+    indexes.into_iter().map(|i| i.join(format!("{name}-{version}"))).find(|d| d.join("Cargo.toml").is_file() && d.join(".cargo-ok").is_file())
 }
 
 /// `cargo fetch` of a throwaway manifest that depends on exactly `version`.
@@ -125,10 +155,17 @@ fn fetch(names: &[&str], version: &str) -> Result<()> {
         .context("running cargo fetch")?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let reason = stderr.lines().find(|l| l.contains("error")).unwrap_or("cargo fetch failed").trim().to_string();
-        bail!("{} {version} is not on crates.io ({reason})", names[0]);
+        bail!("{} {version} is not on crates.io (cargo fetch failed: {})", names[0], first_error_line(&stderr));
     }
     Ok(())
+}
+
+/// The first line of cargo's stderr that says what went wrong, without its
+/// `error:` prefix.
+fn first_error_line(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let line = lines.iter().find(|l| l.starts_with("error")).or(lines.last()).copied().unwrap_or("no output");
+    line.strip_prefix("error:").unwrap_or(line).trim().to_string()
 }
 
 /// Name, version, license and repository of the crate at `dir`.
@@ -151,5 +188,58 @@ fn read_crate(dir: &Path, workspace: Option<&toml::Table>) -> Result<CrateSource
     if version.is_empty() {
         bail!("{}: no package version", manifest.display());
     }
-    Ok(CrateSource { name: field("name"), version, root: dir.to_path_buf(), license: field("license"), repository: field("repository") })
+    let mut license = field("license");
+    if license.is_empty() {
+        let file = field("license-file");
+        if !file.is_empty() {
+            license = format!("see {file}");
+        }
+    }
+    Ok(CrateSource { name: field("name"), version, root: dir.to_path_buf(), license, repository: field("repository") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pin() -> CandlePin {
+        CandlePin { version: "0.11.1".into(), kernels_crate: "candle-kernels".into(), core_crate: "candle-core".into() }
+    }
+
+    #[test]
+    fn first_error_line_strips_the_prefix() {
+        let stderr = "    Updating crates.io index\nerror: failed to select a version for the requirement `candle-kernels = \"=9.9.9\"`\ncandidate versions found which didn't match: 0.11.1\n";
+        assert_eq!(first_error_line(stderr), "failed to select a version for the requirement `candle-kernels = \"=9.9.9\"`");
+        assert_eq!(first_error_line("something odd\n"), "something odd");
+        assert_eq!(first_error_line(""), "no output");
+    }
+
+    #[test]
+    fn a_checkout_resolves_workspace_inherited_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("Cargo.toml"), "[workspace.package]\nversion = \"0.12.0-alpha.1\"\nlicense = \"MIT OR Apache-2.0\"\nrepository = \"https://github.com/huggingface/candle\"\n").unwrap();
+        std::fs::create_dir_all(root.join("candle-kernels/src")).unwrap();
+        std::fs::write(root.join("candle-kernels/src/a.cu"), "").unwrap();
+        std::fs::write(root.join("candle-kernels/Cargo.toml"), "[package]\nname = \"candle-kernels\"\nversion.workspace = true\nlicense.workspace = true\nrepository.workspace = true\n").unwrap();
+        std::fs::create_dir_all(root.join("candle-core")).unwrap();
+        std::fs::write(root.join("candle-core/Cargo.toml"), "[package]\nname = \"candle-core\"\nversion = \"0.12.0-alpha.1\"\nlicense-file = \"LICENSE\"\n").unwrap();
+        let up = from_checkout(&pin(), root).unwrap();
+        assert_eq!(up.kernels.version, "0.12.0-alpha.1");
+        assert_eq!(up.kernels.license, "MIT OR Apache-2.0");
+        assert_eq!(up.kernels.repository, "https://github.com/huggingface/candle");
+        assert_eq!(up.core.license, "see LICENSE");
+        assert_eq!(up.origin.as_str(), "checkout");
+    }
+
+    #[test]
+    fn not_a_checkout_says_what_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = from_checkout(&pin(), dir.path()).unwrap_err().to_string();
+        assert_eq!(e, format!("{} is not a Candle checkout: missing candle-kernels/src", dir.path().display()));
+        std::fs::create_dir_all(dir.path().join("candle-kernels/src")).unwrap();
+        std::fs::write(dir.path().join("candle-kernels/src/a.cu"), "").unwrap();
+        let e = from_checkout(&pin(), dir.path()).unwrap_err().to_string();
+        assert!(e.ends_with("is not a Candle checkout: missing candle-core/Cargo.toml"), "{e}");
+    }
 }

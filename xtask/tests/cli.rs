@@ -126,3 +126,47 @@ fn an_unknown_offload_arch_is_a_clear_error() {
     assert!(err.starts_with("error: hipcc does not support --offload-arch=gfx9999: "), "{err}");
     assert_eq!(err.trim().lines().count(), 1);
 }
+
+#[test]
+fn a_usage_error_exits_with_1() {
+    let out = xtask(&["regen", "--no-such-flag"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = xtask(&["regen", "--help"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn regen_cleans_stale_siblings_and_check_reports_up_to_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("gen");
+    // leftovers of an interrupted run
+    std::fs::create_dir_all(dir.path().join(".gen.tmp-1-abc/kernels")).unwrap();
+    std::fs::create_dir_all(dir.path().join(".gen.old-2")).unwrap();
+    let src = checkout(dir.path(), &[("ok.cu", "extern \"C\" __global__ void k() {}\n")]);
+    let args = ["regen", "--candle-src", src.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    let run = xtask(&args, &[]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let mut names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["candle", "gen"]);
+    let report = String::from_utf8_lossy(&run.stdout);
+    assert!(report.contains("candle-kernels 9.0.0 + candle-core 9.0.0 (checkout "), "{report}");
+    assert!(report.contains("hipify-perl first pass: "), "{report}");
+    assert!(report.contains("wall time: "), "{report}");
+
+    let check = xtask(&[&args[..], &["--check"]].concat(), &[]);
+    let text = String::from_utf8_lossy(&check.stdout);
+    fn count_files(dir: &Path) -> usize {
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).map(|p| if p.is_dir() { count_files(&p) } else { 1 }).sum()
+    }
+    let n = count_files(&out);
+    assert!(check.status.success(), "{text}");
+    assert!(text.trim_end().ends_with(&format!(" is up to date ({n} files)")), "{text}");
+
+    // a file regen does not produce is reported as removed
+    std::fs::write(out.join("kernels/extra.hip"), "x").unwrap();
+    let check = xtask(&[&args[..], &["--check"]].concat(), &[]);
+    assert_eq!(check.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(text.contains("removed (regen would delete ") && text.contains("kernels/extra.hip)"), "{text}");
+}
