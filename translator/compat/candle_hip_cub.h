@@ -1,46 +1,83 @@
-// candle-rocm compat: the block-wide prefix sum the kernels take from cub
-// (`cub::BlockScan<T, BLOCK_THREADS>` -> `candle_cub::BlockScan`). Needs
-// blockDim == BLOCK_THREADS, as the original does; independent of the
-// wavefront size (shared memory and __syncthreads only).
+// candle-rocm compat: the block-wide prefix sum the kernels take from the
+// block primitives library, as `candle_cub::BlockScan<T, BLOCK_THREADS>`.
+//
+// Usage as in the original:
+//   using Scan = candle_cub::BlockScan<int32_t, 1024>;
+//   __shared__ typename Scan::TempStorage storage;
+//   Scan(storage).ExclusiveSum(input, output);
+// Every thread of the block must call it (it contains barriers), with
+// blockDim.x * blockDim.y * blockDim.z == BLOCK_THREADS. It only uses shared
+// memory and __syncthreads, so it does not depend on the wavefront size
+// (32 or 64). Unlike the original, the storage may be reused right away: the
+// call ends with a barrier.
 #pragma once
 
+// A test shim may define CANDLE_COMPAT_NO_HIP_INCLUDE and supply the HIP names itself.
+#ifndef CANDLE_COMPAT_NO_HIP_INCLUDE
 #include <hip/hip_runtime.h>
+#endif
 
 namespace candle_cub {
 
 template <class T, int BLOCK_THREADS>
 class BlockScan {
 public:
+    static_assert(BLOCK_THREADS > 0, "BlockScan needs at least one thread");
+
+    // Two buffers of one value per thread (double-buffered Hillis-Steele).
     struct TempStorage {
-        T values[BLOCK_THREADS];
+        T buf[2][BLOCK_THREADS];
     };
 
-    __device__ explicit BlockScan(TempStorage& storage) : storage_(storage) {}
+    __device__ __forceinline__ explicit BlockScan(TempStorage& storage) : s_(storage) {}
 
-    // output = input of threads 0..=self, summed (Hillis-Steele doubling).
-    __device__ void InclusiveSum(T input, T& output) {
-        const int tid = static_cast<int>(threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y);
-        storage_.values[tid] = input;
-        __syncthreads();
-        for (int offset = 1; offset < BLOCK_THREADS; offset <<= 1) {
-            const T add = tid >= offset ? storage_.values[tid - offset] : T(0);
-            __syncthreads();
-            storage_.values[tid] += add;
-            __syncthreads();
-        }
-        output = storage_.values[tid];
-        __syncthreads();  // the storage may be reused right after
+    // output = sum of the inputs of threads 0..=self.
+    __device__ __forceinline__ void InclusiveSum(T input, T& output) {
+        T total;
+        InclusiveSum(input, output, total);
+    }
+    // ... and block_aggregate = sum over the whole block, in every thread.
+    __device__ __forceinline__ void InclusiveSum(T input, T& output, T& block_aggregate) {
+        T exclusive;
+        scan(input, output, exclusive, block_aggregate);
     }
 
-    // output = input of threads 0..self, summed (0 for thread 0).
-    __device__ void ExclusiveSum(T input, T& output) {
+    // output = sum of the inputs of threads 0..self-1 (T(0) in thread 0).
+    __device__ __forceinline__ void ExclusiveSum(T input, T& output) {
+        T total;
+        ExclusiveSum(input, output, total);
+    }
+    __device__ __forceinline__ void ExclusiveSum(T input, T& output, T& block_aggregate) {
         T inclusive;
-        InclusiveSum(input, inclusive);
-        output = inclusive - input;
+        scan(input, inclusive, output, block_aggregate);
     }
 
 private:
-    TempStorage& storage_;
+    TempStorage& s_;
+
+    __device__ __forceinline__ static int tid() {
+        return static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+    }
+
+    // Hillis-Steele: after the step with distance d, buf[cur][t] holds the
+    // sum of the (up to) 2d inputs ending at thread t. One barrier per step;
+    // each step reads one buffer and writes the other.
+    __device__ __forceinline__ void scan(T input, T& inclusive, T& exclusive, T& block_aggregate) {
+        const int t = tid();
+        int cur = 0;
+        s_.buf[cur][t] = input;
+        __syncthreads();
+        for (int d = 1; d < BLOCK_THREADS; d <<= 1) {
+            const T mine = s_.buf[cur][t];
+            s_.buf[cur ^ 1][t] = t >= d ? mine + s_.buf[cur][t - d] : mine;
+            cur ^= 1;
+            __syncthreads();
+        }
+        inclusive = s_.buf[cur][t];
+        exclusive = t > 0 ? s_.buf[cur][t - 1] : T(0);
+        block_aggregate = s_.buf[cur][BLOCK_THREADS - 1];
+        __syncthreads();  // everyone has read before the storage is reused
+    }
 };
 
 }  // namespace candle_cub

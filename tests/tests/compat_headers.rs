@@ -1,0 +1,71 @@
+//! The compat headers' own tests, run in CI: the bit-exact fp8/bf16
+//! conversion and integer-SIMD checks and the CPU emulation of the warp and
+//! block collectives (g++), and the AMD compile of every compat function
+//! (hipcc). Their NVIDIA comparisons (tests/compat/nvidia_reference_check.cu,
+//! tests/compat_collective/wmma_vs_cuda.cu) need nvcc and a GPU and are run
+//! through the device tool, not here.
+
+use std::path::Path;
+use std::process::Command;
+
+use candle_rocm_tests::{hipcc_or_skip, workspace_root};
+use hip_build::{CompileJob, OutputKind, CI_ARCHES};
+
+/// Builds `source` with g++ and runs it; returns its last output line.
+fn build_and_run(source: &str, flags: &[&str]) -> String {
+    let root = workspace_root();
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("t");
+    let status = Command::new("g++")
+        .args(flags)
+        .arg("-I")
+        .arg(root.join("translator/compat"))
+        .arg(root.join(source))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .expect("g++");
+    assert!(status.success(), "building {source}");
+    let out = Command::new(&exe).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{source} failed:\n{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let last = stdout.lines().last().unwrap_or("").to_string();
+    println!("{source}: {last}");
+    last
+}
+
+#[test]
+fn fp8_bf16_and_integer_simd_conversions_are_exact() {
+    let last = build_and_run("tests/compat/fp_convert_test.cpp", &["-std=c++17", "-O2"]);
+    assert_eq!(last, "all passed");
+}
+
+#[test]
+fn wmma_and_scans_match_cpu_references_in_emulation() {
+    let last = build_and_run("tests/compat_collective/cpu_emulation.cpp", &["-std=c++20", "-O1", "-pthread", "-Wno-unknown-pragmas"]);
+    assert!(last.contains(" 0 failed"), "{last}");
+}
+
+#[test]
+fn compat_headers_compile_for_amd() {
+    let Some(hipcc) = hipcc_or_skip("compat header compile check") else { return };
+    let root = workspace_root();
+    let out = tempfile::tempdir().unwrap();
+    let jobs = [
+        ("tests/compat/compile_check.hip", vec![]),
+        ("tests/compat_collective/compile_check.hip", vec!["-DCANDLE_USE_REAL_COMPAT".to_string()]),
+    ];
+    for (source, flags) in jobs {
+        for kind in [OutputKind::CodeObject, OutputKind::Object] {
+            let job = CompileJob {
+                source: root.join(source),
+                output: out.path().join(Path::new(source).file_name().unwrap()).with_extension(if kind == OutputKind::Object { "o" } else { "co" }),
+                kind,
+                arches: CI_ARCHES.iter().map(|a| a.to_string()).collect(),
+                include_dirs: vec![root.join("translator/compat")],
+                extra_flags: flags.clone(),
+            };
+            hipcc.compile(&job).unwrap_or_else(|e| panic!("{source}: {e}"));
+        }
+    }
+}
