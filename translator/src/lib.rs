@@ -4,7 +4,10 @@
 //!   character literals, preprocessor lines and line continuations.
 //! * [`kernels`]: rewrites `candle-kernels` `.cu`/`.cuh` files into HIP with
 //!   named rules driven by the data tables in [`kernels::mapping`].
+//! * [`backend`]: mirrors candle-core's Rust CUDA backend as a ROCm backend
+//!   (`syn` in, `prettyplease` out), driven by [`backend::mapping`].
 
+pub mod backend;
 pub mod error;
 pub mod kernels;
 pub mod lexer;
