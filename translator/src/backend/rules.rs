@@ -57,12 +57,13 @@ pub fn rewrite(stream: TokenStream, counts: &mut BTreeMap<&'static str, usize>) 
     out.into_iter().collect()
 }
 
+/// The crate-level home of the HIP layer: a prefix replacement inside a
+/// longer path (`super::cudarc::driver::X`) drops it (`super::hip::X`).
+const LAYER_HOME: &[&str] = &["crate", "rocm_backend"];
+
 /// Tokens consumed and replacement of a path prefix starting at `i`.
 fn match_prefix(tokens: &[TokenTree], i: usize) -> Option<(usize, &'static [&'static str])> {
-    // a path that is itself a continuation (`x::cudarc`) is not a crate path
-    if i >= 2 && is_path_sep(tokens, i - 2) {
-        return None;
-    }
+    let continuation = i >= 2 && is_path_sep(tokens, i - 2);
     'rows: for (parts, replacement) in PATH_PREFIXES {
         let mut at = i;
         for (n, part) in parts.iter().enumerate() {
@@ -77,6 +78,11 @@ fn match_prefix(tokens: &[TokenTree], i: usize) -> Option<(usize, &'static [&'st
                 _ => continue 'rows,
             }
         }
+        let replacement = match replacement.strip_prefix(LAYER_HOME) {
+            Some(rest) if continuation => rest,
+            _ if continuation => continue 'rows,
+            _ => replacement,
+        };
         return Some((at - i, replacement));
     }
     None
@@ -167,6 +173,12 @@ mod tests {
         let out = mirror("use cudarc::driver::{CudaSlice, DeviceRepr};\nfn f(e: cudarc::cublas::result::CublasError) {}\n");
         assert!(out.contains("use crate::rocm_backend::hip::{HipSlice, DeviceRepr};"), "{out}");
         assert!(out.contains("fn f(e: crate::rocm_backend::hip::blas::result::RocblasError) {}"), "{out}");
+    }
+
+    #[test]
+    fn relative_cudarc_paths_drop_the_layer_home() {
+        let out = mirror("use super::cudarc::driver::{CudaSlice, DevicePtr};\n");
+        assert!(out.contains("use super::hip::{HipSlice, DevicePtr};"), "{out}");
     }
 
     #[test]
