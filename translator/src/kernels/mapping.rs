@@ -105,9 +105,6 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("__vsub4", "candle_vsub4"),
     ("__vsubss4", "candle_vsubss4"),
     ("__vcmpne4", "candle_vcmpne4"),
-    // warp reductions over a logical 32-lane warp (mask dropped by warp-sync-intrinsics)
-    ("__reduce_add_sync", "candle_reduce_add_w32"),
-    ("__reduce_max_sync", "candle_reduce_max_w32"),
     ("__trap", "candle_trap"),
     // nvcuda::wmma collectives (the namespace itself is in QUALIFIED)
     ("load_matrix_sync", "wmma_load_matrix"),
