@@ -1,0 +1,80 @@
+// A/B check of translated kernels on an NVIDIA GPU: the original candle-kernels
+// module (CUDA, built with nvcc) and its translation from generated/kernels
+// (built with nvcc through tests/gpu/nvcc_hip_shim) are loaded as two cubins,
+// and every listed elementwise kernel runs on the same random input in both.
+// Usage: kernel_ab ORIG.cubin TRANSLATED.cubin KERNEL...  (names ending _f32, _f16 or _bf16)
+// Prints per kernel the max relative difference and "N passed, M failed".
+#include <cuda.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cmath>
+#include <vector>
+#include <string>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#define CK(x) do { CUresult r = (x); if (r != CUDA_SUCCESS) { const char* s; cuGetErrorString(r, &s); printf("%s failed: %s\n", #x, s); exit(2); } } while (0)
+
+static float to_f(const void* p, int size, bool bf) {
+    if (size == 4) return *(const float*)p;
+    unsigned short b; memcpy(&b, p, 2);
+    if (bf) { unsigned int u = (unsigned int)b << 16; float f; memcpy(&f, &u, 4); return f; }
+    return __half2float(*(const __half*)p);
+}
+
+int main(int argc, char** argv) {
+    if (argc < 4) { printf("usage: kernel_ab ORIG TRANSLATED KERNEL...\n"); return 2; }
+    CK(cuInit(0));
+    CUdevice dev; CK(cuDeviceGet(&dev, 0));
+    CUcontext ctx; CK(cuDevicePrimaryCtxRetain(&ctx, dev)); CK(cuCtxSetCurrent(ctx));
+    CUmodule a, b;
+    CK(cuModuleLoad(&a, argv[1]));
+    CK(cuModuleLoad(&b, argv[2]));
+    const size_t n = 1 << 16;
+    int passed = 0, failed = 0;
+    for (int k = 3; k < argc; ++k) {
+        std::string name = argv[k];
+        int size = 4; bool bf = false;
+        if (name.size() > 4 && name.compare(name.size() - 4, 4, "_f16") == 0) size = 2;
+        if (name.size() > 5 && name.compare(name.size() - 5, 5, "_bf16") == 0) { size = 2; bf = true; }
+        std::vector<unsigned char> in(n * size);
+        srand(7);
+        for (size_t i = 0; i < n; ++i) {
+            float v = ((rand() % 20001) - 10000) / 2500.0f;  // [-4, 4]
+            if (size == 4) memcpy(&in[i * 4], &v, 4);
+            else if (bf) { unsigned int u; memcpy(&u, &v, 4); unsigned short h = (unsigned short)((u + 0x7fff + ((u >> 16) & 1)) >> 16); memcpy(&in[i * 2], &h, 2); }
+            else { __half h = __float2half(v); memcpy(&in[i * 2], &h, 2); }
+        }
+        std::vector<unsigned char> out[2];
+        CUmodule mods[2] = {a, b};
+        for (int m = 0; m < 2; ++m) {
+            CUfunction f;
+            if (cuModuleGetFunction(&f, mods[m], name.c_str()) != CUDA_SUCCESS) { printf("%s: missing in module %d\n", name.c_str(), m); exit(2); }
+            CUdeviceptr din, dout;
+            CK(cuMemAlloc(&din, n * size)); CK(cuMemAlloc(&dout, n * size));
+            CK(cuMemcpyHtoD(din, in.data(), n * size));
+            size_t numel = n, dims = 1; CUdeviceptr info = 0;
+            void* args[] = {&numel, &dims, &info, &din, &dout};
+            CK(cuLaunchKernel(f, (unsigned)(n / 256), 1, 1, 256, 1, 1, 0, 0, args, nullptr));
+            CK(cuCtxSynchronize());
+            out[m].resize(n * size);
+            CK(cuMemcpyDtoH(out[m].data(), dout, n * size));
+            cuMemFree(din); cuMemFree(dout);
+        }
+        double worst = 0; size_t identical = 0;
+        for (size_t i = 0; i < n; ++i) {
+            if (memcmp(&out[0][i * size], &out[1][i * size], size) == 0) { ++identical; continue; }
+            float x = to_f(&out[0][i * size], size, bf), y = to_f(&out[1][i * size], size, bf);
+            if (std::isnan(x) && std::isnan(y)) { ++identical; continue; }
+            double rel = fabs((double)x - y) / fmax(1e-6, fabs((double)x));
+            if (!(rel <= worst)) worst = std::isnan(rel) ? INFINITY : fmax(worst, rel);
+        }
+        const double tol = size == 4 ? 1e-6 : (bf ? 1e-2 : 1e-3);  // one ulp of the type
+        bool ok = worst <= tol;
+        printf("%-24s %s  bit-identical %zu/%zu  max rel diff %.3g\n", name.c_str(), ok ? "ok  " : "FAIL", identical, n, worst);
+        ok ? ++passed : ++failed;
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
