@@ -2,7 +2,9 @@
 // module (CUDA, built with nvcc) and its translation from generated/kernels
 // (built with nvcc through tests/gpu/nvcc_hip_shim) are loaded as two cubins,
 // and every listed elementwise kernel runs on the same random input in both.
-// Usage: kernel_ab ORIG.cubin TRANSLATED.cubin KERNEL...  (names ending _f32, _f16 or _bf16)
+// Usage: kernel_ab [--binary] ORIG.cubin TRANSLATED.cubin KERNEL...  (names ending _f32, _f16 or _bf16)
+// Unary kernels take (numel, num_dims, info, inp, out); with --binary,
+// (numel, num_dims, dims_and_strides, lhs, rhs, out). Contiguous inputs (info = null).
 // Prints per kernel the max relative difference and "N passed, M failed".
 #include <cuda.h>
 #include <cstdio>
@@ -24,7 +26,9 @@ static float to_f(const void* p, int size, bool bf) {
 }
 
 int main(int argc, char** argv) {
-    if (argc < 4) { printf("usage: kernel_ab ORIG TRANSLATED KERNEL...\n"); return 2; }
+    const bool binary = argc > 1 && strcmp(argv[1], "--binary") == 0;
+    if (binary) { ++argv; --argc; }
+    if (argc < 4) { printf("usage: kernel_ab [--binary] ORIG TRANSLATED KERNEL...\n"); return 2; }
     CK(cuInit(0));
     CUdevice dev; CK(cuDeviceGet(&dev, 0));
     CUcontext ctx; CK(cuDevicePrimaryCtxRetain(&ctx, dev)); CK(cuCtxSetCurrent(ctx));
@@ -51,16 +55,21 @@ int main(int argc, char** argv) {
         for (int m = 0; m < 2; ++m) {
             CUfunction f;
             if (cuModuleGetFunction(&f, mods[m], name.c_str()) != CUDA_SUCCESS) { printf("%s: missing in module %d\n", name.c_str(), m); exit(2); }
-            CUdeviceptr din, dout;
-            CK(cuMemAlloc(&din, n * size)); CK(cuMemAlloc(&dout, n * size));
+            CUdeviceptr din, din2, dout;
+            CK(cuMemAlloc(&din, n * size)); CK(cuMemAlloc(&din2, n * size)); CK(cuMemAlloc(&dout, n * size));
             CK(cuMemcpyHtoD(din, in.data(), n * size));
+            // the second operand: the input reversed (so both vary)
+            std::vector<unsigned char> rev(n * size);
+            for (size_t i = 0; i < n; ++i) memcpy(&rev[i * size], &in[(n - 1 - i) * size], size);
+            CK(cuMemcpyHtoD(din2, rev.data(), n * size));
             size_t numel = n, dims = 1; CUdeviceptr info = 0;
-            void* args[] = {&numel, &dims, &info, &din, &dout};
-            CK(cuLaunchKernel(f, (unsigned)(n / 256), 1, 1, 256, 1, 1, 0, 0, args, nullptr));
+            void* unary_args[] = {&numel, &dims, &info, &din, &dout};
+            void* binary_args[] = {&numel, &dims, &info, &din, &din2, &dout};
+            CK(cuLaunchKernel(f, (unsigned)(n / 256), 1, 1, 256, 1, 1, 0, 0, binary ? binary_args : unary_args, nullptr));
             CK(cuCtxSynchronize());
             out[m].resize(n * size);
             CK(cuMemcpyDtoH(out[m].data(), dout, n * size));
-            cuMemFree(din); cuMemFree(dout);
+            cuMemFree(din); cuMemFree(din2); cuMemFree(dout);
         }
         double worst = 0; size_t identical = 0;
         for (size_t i = 0; i < n; ++i) {
