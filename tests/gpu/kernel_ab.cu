@@ -2,9 +2,13 @@
 // module (CUDA, built with nvcc) and its translation from generated/kernels
 // (built with nvcc through tests/gpu/nvcc_hip_shim) are loaded as two cubins,
 // and every listed elementwise kernel runs on the same random input in both.
-// Usage: kernel_ab [--binary] ORIG.cubin TRANSLATED.cubin KERNEL...  (names ending _f32, _f16 or _bf16)
-// Unary kernels take (numel, num_dims, info, inp, out); with --binary,
-// (numel, num_dims, dims_and_strides, lhs, rhs, out). Contiguous inputs (info = null).
+// Usage: kernel_ab [--binary|--softmax|--rmsnorm] ORIG.cubin TRANSLATED.cubin KERNEL...
+// (names ending _f32, _f16 or _bf16). Unary kernels take (numel, num_dims,
+// info, inp, out); --binary (numel, num_dims, dims_and_strides, lhs, rhs, out),
+// contiguous (info = null). --softmax (src, dst, n_cols) and --rmsnorm (src,
+// dst, alpha, n_cols, block_size, eps) run rows of n_cols with candle-nn's
+// launch shapes (block (1,32,1); block (32 or 1024,1,1)), exercising the warp
+// shuffles and block reductions.
 // Prints per kernel the max relative difference and "N passed, M failed".
 #include <cuda.h>
 #include <cstdio>
@@ -26,8 +30,9 @@ static float to_f(const void* p, int size, bool bf) {
 }
 
 int main(int argc, char** argv) {
-    const bool binary = argc > 1 && strcmp(argv[1], "--binary") == 0;
-    if (binary) { ++argv; --argc; }
+    std::string mode = argc > 1 && strncmp(argv[1], "--", 2) == 0 ? argv[1] + 2 : "unary";
+    if (mode != "unary") { ++argv; --argc; }
+    const bool binary = mode == "binary";
     if (argc < 4) { printf("usage: kernel_ab [--binary] ORIG TRANSLATED KERNEL...\n"); return 2; }
     CK(cuInit(0));
     CUdevice dev; CK(cuDeviceGet(&dev, 0));
@@ -65,14 +70,34 @@ int main(int argc, char** argv) {
             size_t numel = n, dims = 1; CUdeviceptr info = 0;
             void* unary_args[] = {&numel, &dims, &info, &din, &dout};
             void* binary_args[] = {&numel, &dims, &info, &din, &din2, &dout};
-            CK(cuLaunchKernel(f, (unsigned)(n / 256), 1, 1, 256, 1, 1, 0, 0, binary ? binary_args : unary_args, nullptr));
+            if (mode == "softmax" || mode == "rmsnorm") {
+                // rows of 4096 (block 1024 for rmsnorm) then rows of 512 (block 32)
+                for (int n_cols : {4096, 512}) {
+                    int rows = (int)(n / n_cols), block = n_cols < 1024 ? 32 : 1024;
+                    float eps = 1e-5f;
+                    void* sm_args[] = {&din, &dout, &n_cols};
+                    void* rn_args[] = {&din, &dout, &din2, &n_cols, &block, &eps};
+                    if (mode == "softmax") CK(cuLaunchKernel(f, rows, 1, 1, 1, 32, 1, 0, 0, sm_args, nullptr));
+                    else CK(cuLaunchKernel(f, rows, 1, 1, block, 1, 1, 0, 0, rn_args, nullptr));
+                    CK(cuCtxSynchronize());
+                    if (n_cols == 4096) {  // compare both shapes: keep the first result too
+                        std::vector<unsigned char> first(n * size);
+                        CK(cuMemcpyDtoH(first.data(), dout, n * size));
+                        out[m].insert(out[m].end(), first.begin(), first.end());
+                    }
+                }
+            } else {
+                CK(cuLaunchKernel(f, (unsigned)(n / 256), 1, 1, 256, 1, 1, 0, 0, binary ? binary_args : unary_args, nullptr));
+            }
             CK(cuCtxSynchronize());
-            out[m].resize(n * size);
-            CK(cuMemcpyDtoH(out[m].data(), dout, n * size));
+            std::vector<unsigned char> last(n * size);
+            CK(cuMemcpyDtoH(last.data(), dout, n * size));
+            out[m].insert(out[m].end(), last.begin(), last.end());
             cuMemFree(din); cuMemFree(din2); cuMemFree(dout);
         }
         double worst = 0; size_t identical = 0;
-        for (size_t i = 0; i < n; ++i) {
+        const size_t total = out[0].size() / size;
+        for (size_t i = 0; i < total; ++i) {
             if (memcmp(&out[0][i * size], &out[1][i * size], size) == 0) { ++identical; continue; }
             float x = to_f(&out[0][i * size], size, bf), y = to_f(&out[1][i * size], size, bf);
             if (std::isnan(x) && std::isnan(y)) { ++identical; continue; }
@@ -81,7 +106,7 @@ int main(int argc, char** argv) {
         }
         const double tol = size == 4 ? 1e-6 : (bf ? 1e-2 : 1e-3);  // one ulp of the type
         bool ok = worst <= tol;
-        printf("%-24s %s  bit-identical %zu/%zu  max rel diff %.3g\n", name.c_str(), ok ? "ok  " : "FAIL", identical, n, worst);
+        printf("%-24s %s  bit-identical %zu/%zu  max rel diff %.3g\n", name.c_str(), ok ? "ok  " : "FAIL", identical, total, worst);
         ok ? ++passed : ++failed;
     }
     printf("%d passed, %d failed\n", passed, failed);
