@@ -34,9 +34,9 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
         if let Some(range) = split_args(&unit.tokens, open, close).into_iter().nth(arg_index) {
             let arg = text_of(&unit.tokens[range.clone()]);
             let squeezed: String = arg.split_whitespace().collect();
-            if let Some(inner) = squeezed.strip_prefix(CAST_PREFIX).and_then(|s| s.strip_suffix(')')) {
+            // `reinterpret_cast<const void*>(a)(b)` is not one cast: balanced inner only
+            if let Some(inner) = squeezed.strip_prefix(CAST_PREFIX).and_then(|s| s.strip_suffix(')')).filter(|s| is_balanced(s)) {
                 let lead = if range.start > open + 1 { " " } else { "" };
-                let inner = if is_balanced(inner) { inner.to_string() } else { arg.clone() };
                 let line = unit.tokens[range.start].line;
                 unit.tokens.splice(range, tokens_from(&format!("{lead}{inner}"), line));
                 count += 1;

@@ -91,7 +91,7 @@ pub fn run_pipeline(inputs: &[TreeFile], ctx: &KernelContext) -> Result<KernelOu
         files.push(TreeFile { rel_path: output_path(&unit.path), contents: prelude::finish(unit, ctx).into_bytes() });
     }
     for (name, text) in COMPAT_HEADERS {
-        files.push(TreeFile { rel_path: name.to_string(), contents: prelude::compat_header(name, text, ctx).into_bytes() });
+        files.push(TreeFile { rel_path: name.to_string(), contents: prelude::compat_header(name, text).into_bytes() });
     }
     files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     Ok(KernelOutput { files, rule_counts })

@@ -20,6 +20,6 @@ pub fn finish(unit: &Unit, ctx: &KernelContext) -> String {
 }
 
 /// A compat header as written next to the kernels.
-pub fn compat_header(name: &str, text: &str, _ctx: &KernelContext) -> String {
+pub fn compat_header(name: &str, text: &str) -> String {
     format!("// Written by `cargo xtask regen` from translator/compat/{name} (candle-rocm's own code). Do not edit here.\n{text}")
 }
