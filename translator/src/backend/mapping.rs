@@ -1,18 +1,19 @@
 //! Every CUDA-to-ROCm mapping the backend rules apply, as data.
 //!
-//! The generated backend talks to a small hand-written HIP layer
-//! (`crate::rocm_backend::hip`) whose types have cudarc's shapes, so most of
-//! the mirroring is renaming.
+//! The generated backend talks to a small hand-written HIP layer, the
+//! `candle-rocm-hip` crate in `candle-core-rocm/hip`, whose modules and types
+//! have cudarc's shapes (`driver`, `blas`, `rand`), so most of the mirroring
+//! is renaming.
 
-/// Path prefixes (`::`-joined identifiers): cudarc modules → the HIP layer,
-/// the kernels crate → the generated kernels. Longest first.
+/// Path prefixes (`::`-joined identifiers): cudarc modules → the HIP layer
+/// crate, the kernels crate → the generated kernels' crate. Longest first.
+/// Inside a longer path (`crate::cuda_backend::cudarc::driver::X`, through
+/// upstream's `pub use cudarc;`) the same replacement applies.
 pub const PATH_PREFIXES: &[(&[&str], &[&str])] = &[
-    (&["cudarc", "driver", "sys"], &["crate", "rocm_backend", "hip", "sys"]),
-    (&["cudarc", "driver"], &["crate", "rocm_backend", "hip"]),
-    (&["cudarc", "cublas"], &["crate", "rocm_backend", "hip", "blas"]),
-    (&["cudarc", "curand"], &["crate", "rocm_backend", "hip", "rand"]),
-    (&["cudarc", "nvrtc"], &["crate", "rocm_backend", "hip", "rtc"]),
-    (&["cudarc"], &["crate", "rocm_backend", "hip"]),
+    (&["cudarc", "cublas"], &["candle_rocm_hip", "blas"]),
+    (&["cudarc", "curand"], &["candle_rocm_hip", "rand"]),
+    (&["cudarc", "nvrtc"], &["candle_rocm_hip", "rtc"]),
+    (&["cudarc"], &["candle_rocm_hip"]),
     (&["candle_kernels"], &["candle_rocm_kernels"]),
 ];
 
@@ -33,6 +34,9 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("CublasError", "RocblasError"),
     ("CurandError", "RocrandError"),
     ("CompileError", "HipCompileError"),
+    // PTX modules → AMD code objects (the kernels crate embeds code objects)
+    ("Ptx", "CodeObject"),
+    ("ptx", "code_object"),
     // cuBLAS enums → rocBLAS's C names (the HIP layer's `blas::sys` re-exports them)
     ("cublasOperation_t", "rocblas_operation"),
     ("CUBLAS_OP_N", "rocblas_operation_none"),

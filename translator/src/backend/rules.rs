@@ -1,6 +1,6 @@
 //! The backend rules, on token streams.
 //!
-//! * `path-prefixes`: `cudarc::driver::X` → `crate::rocm_backend::hip::X`, ...
+//! * `path-prefixes`: `cudarc::driver::X` → `candle_rocm_hip::driver::X`, ...
 //! * `identifiers`: the HIP layer's names for cudarc types.
 //! * `words`: `Cuda`/`cuda`/`CUDA` inside any other identifier.
 //! * `features`: `feature = "cuda"` → `feature = "rocm"`.
@@ -57,13 +57,8 @@ pub fn rewrite(stream: TokenStream, counts: &mut BTreeMap<&'static str, usize>) 
     out.into_iter().collect()
 }
 
-/// The crate-level home of the HIP layer: a prefix replacement inside a
-/// longer path (`super::cudarc::driver::X`) drops it (`super::hip::X`).
-const LAYER_HOME: &[&str] = &["crate", "rocm_backend"];
-
 /// Tokens consumed and replacement of a path prefix starting at `i`.
 fn match_prefix(tokens: &[TokenTree], i: usize) -> Option<(usize, &'static [&'static str])> {
-    let continuation = i >= 2 && is_path_sep(tokens, i - 2);
     'rows: for (parts, replacement) in PATH_PREFIXES {
         let mut at = i;
         for (n, part) in parts.iter().enumerate() {
@@ -78,12 +73,7 @@ fn match_prefix(tokens: &[TokenTree], i: usize) -> Option<(usize, &'static [&'st
                 _ => continue 'rows,
             }
         }
-        let replacement = match replacement.strip_prefix(LAYER_HOME) {
-            Some(rest) if continuation => rest,
-            _ if continuation => continue 'rows,
-            _ => replacement,
-        };
-        return Some((at - i, replacement));
+        return Some((at - i, *replacement));
     }
     None
 }
@@ -171,14 +161,15 @@ mod tests {
     #[test]
     fn cudarc_paths_go_to_the_hip_layer() {
         let out = mirror("use cudarc::driver::{CudaSlice, DeviceRepr};\nfn f(e: cudarc::cublas::result::CublasError) {}\n");
-        assert!(out.contains("use crate::rocm_backend::hip::{HipSlice, DeviceRepr};"), "{out}");
-        assert!(out.contains("fn f(e: crate::rocm_backend::hip::blas::result::RocblasError) {}"), "{out}");
+        assert!(out.contains("use candle_rocm_hip::driver::{HipSlice, DeviceRepr};"), "{out}");
+        assert!(out.contains("fn f(e: candle_rocm_hip::blas::result::RocblasError) {}"), "{out}");
     }
 
     #[test]
-    fn relative_cudarc_paths_drop_the_layer_home() {
-        let out = mirror("use super::cudarc::driver::{CudaSlice, DevicePtr};\n");
-        assert!(out.contains("use super::hip::{HipSlice, DevicePtr};"), "{out}");
+    fn cudarc_reexported_through_the_backend_is_the_layer_too() {
+        let out = mirror("pub use cudarc;\nuse crate::cuda_backend::cudarc::driver::CudaStream;\n");
+        assert!(out.contains("pub use candle_rocm_hip;"), "{out}");
+        assert!(out.contains("use crate::rocm_backend::candle_rocm_hip::driver::HipStream;"), "{out}");
     }
 
     #[test]
