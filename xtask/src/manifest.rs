@@ -23,7 +23,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// MANIFEST.toml for the steps' inputs and rule counts and for `outputs`
 /// (every file of the tree but the manifest itself). Sorted, no timestamps,
 /// no absolute paths, LF endings: the same inputs always give the same bytes.
-pub fn render_manifest(upstream: &Upstream, steps: &[StepOutput], outputs: &Tree) -> String {
+pub fn render_manifest(upstream: &Upstream, static_library: &[String], steps: &[StepOutput], outputs: &Tree) -> String {
     let mut s = String::new();
     s.push_str("# Provenance of generated/: written by `cargo xtask regen`. Do not edit.\n");
     let _ = writeln!(s, "generator = {}", quoted("cargo xtask regen"));
@@ -33,6 +33,10 @@ pub fn render_manifest(upstream: &Upstream, steps: &[StepOutput], outputs: &Tree
     for c in upstream.crates() {
         let _ = writeln!(s, "{} = {}", quoted(&c.name), quoted(&c.version));
     }
+    // how generated/kernels is built (read by candle-rocm-kernels' build script)
+    s.push_str("\n[kernels]\n");
+    let patterns: Vec<String> = static_library.iter().map(|p| quoted(p)).collect();
+    let _ = writeln!(s, "static_library = [{}]", patterns.join(", "));
     let mut steps: Vec<&StepOutput> = steps.iter().collect();
     steps.sort_by_key(|st| st.name);
     for step in &steps {
@@ -166,7 +170,7 @@ mod tests {
 
     fn upstream() -> Upstream {
         let c = |name: &str| CrateSource { name: name.into(), version: "0.11.1".into(), root: PathBuf::from("/abs/path").join(name), license: "MIT OR Apache-2.0".into(), repository: "https://example.org/candle".into() };
-        Upstream { origin: Origin::CratesIo, kernels: c("candle-kernels"), core: c("candle-core") }
+        Upstream { origin: Origin::CratesIo, kernels: c("candle-kernels"), core: c("candle-core"), nn: c("candle-nn") }
     }
 
     fn kernels_step() -> StepOutput {
@@ -176,6 +180,7 @@ mod tests {
             files: vec![],
             rule_counts: BTreeMap::from([("names", 3), ("arch-guards", 2)]),
             notes: vec!["hipify-perl first pass: yes (/opt/rocm/bin/hipify-perl)".into()],
+            gaps: vec![],
         }
     }
 
@@ -186,8 +191,8 @@ mod tests {
     #[test]
     fn manifest_is_deterministic_and_has_no_absolute_paths() {
         let up = upstream();
-        let a = render_manifest(&up, &[kernels_step()], &outputs());
-        assert_eq!(a, render_manifest(&up, &[kernels_step()], &outputs()));
+        let a = render_manifest(&up, &[], &[kernels_step()], &outputs());
+        assert_eq!(a, render_manifest(&up, &[], &[kernels_step()], &outputs()));
         assert!(!a.contains("/abs/path") && !a.contains("/opt/rocm"), "{a}");
         assert!(!a.contains('\r'));
         assert!(a.find("arch-guards").unwrap() < a.find("names").unwrap());
@@ -200,7 +205,7 @@ mod tests {
 
     #[test]
     fn manifest_is_valid_toml_with_the_expected_fields() {
-        let a = render_manifest(&upstream(), &[kernels_step()], &outputs());
+        let a = render_manifest(&upstream(), &[], &[kernels_step()], &outputs());
         let t: toml::Table = toml::from_str(&a).expect("valid TOML");
         assert_eq!(t["generator"].as_str(), Some("cargo xtask regen"));
         assert_eq!(t["translator_version"].as_str(), Some(translator::TRANSLATOR_VERSION));
@@ -218,8 +223,8 @@ mod tests {
     #[test]
     fn steps_get_their_own_rule_count_tables() {
         let backend = StepOutput { name: "candle-core", inputs: vec![("candle-core/src/lib.rs".into(), vec![])], rule_counts: BTreeMap::from([("names", 7)]), ..Default::default() };
-        let a = render_manifest(&upstream(), &[kernels_step(), backend.clone()], &outputs());
-        let b = render_manifest(&upstream(), &[backend, kernels_step()], &outputs());
+        let a = render_manifest(&upstream(), &[], &[kernels_step(), backend.clone()], &outputs());
+        let b = render_manifest(&upstream(), &[], &[backend, kernels_step()], &outputs());
         assert_eq!(a, b, "step order does not matter");
         let t: toml::Table = toml::from_str(&a).unwrap();
         assert_eq!(t["rule_counts"]["candle-core"]["names"].as_integer(), Some(7));
@@ -239,7 +244,7 @@ mod tests {
     #[test]
     fn changes_since_reads_flat_and_per_step_counts() {
         let up = upstream();
-        let current = render_manifest(&up, &[kernels_step()], &outputs());
+        let current = render_manifest(&up, &[], &[kernels_step()], &outputs());
         assert_eq!(changes_since(&current, current.as_bytes()), ["no change since the previous regen"]);
         let flat = "[rule_counts]\nnames = 3\narch-guards = 1\nold-rule = 4\n\n[[input]]\npath = \"candle-kernels/src/a.cu\"\nsha256 = \"00\"\n";
         let lines = changes_since(flat, current.as_bytes());

@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use crate::manifest;
-use crate::steps::{StepOutput, STEPS};
+use crate::steps::{StepInput, StepOutput, STEPS};
 use crate::tree::{self, Tree};
 use crate::upstream::{self, Upstream};
 use crate::workspace_root;
@@ -49,8 +49,9 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
         None => upstream::from_registry(&config.candle, args.candle_version.as_deref().unwrap_or(&config.candle.version))?,
     };
 
-    let steps = STEPS.iter().map(|step| step(&upstream)).collect::<Result<Vec<_>>>()?;
-    let tree = assemble(&upstream, &steps)?;
+    let input = StepInput { upstream: &upstream, rocm_crates: rocm_crate_paths(&root, &out_dir) };
+    let steps = STEPS.iter().map(|step| step(&input)).collect::<Result<Vec<_>>>()?;
+    let tree = assemble(&upstream, &config.kernels.static_library, &steps)?;
     let label = format!("{}/", tree::shown(&out_dir).display());
 
     if args.check {
@@ -72,9 +73,27 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Paths from a generated package (`<out>/candle-core`) to the hand-written
+/// ROCm crates: relative inside the workspace (so generated/ is the same on
+/// every machine), absolute for an output directory elsewhere.
+fn rocm_crate_paths(root: &Path, out_dir: &Path) -> BTreeMap<String, String> {
+    let abs = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir().unwrap_or_default().join(p) };
+    let (root, out_dir) = (abs(root), abs(out_dir));
+    translator::backend::mapping::ROCM_CRATES
+        .iter()
+        .map(|(name, rel)| {
+            let path = match out_dir.strip_prefix(&root) {
+                Ok(inside) => format!("{}{rel}", "../".repeat(inside.components().count() + 1)),
+                Err(_) => root.join(rel).display().to_string(),
+            };
+            (name.to_string(), path)
+        })
+        .collect()
+}
+
 /// The whole generated tree: every step's files, the upstream license files,
 /// NOTICE.md and MANIFEST.toml.
-pub fn assemble(upstream: &Upstream, steps: &[StepOutput]) -> Result<Tree> {
+pub fn assemble(upstream: &Upstream, static_library: &[String], steps: &[StepOutput]) -> Result<Tree> {
     let mut tree = Tree::new();
     for step in steps {
         for (path, contents) in &step.files {
@@ -92,7 +111,7 @@ pub fn assemble(upstream: &Upstream, steps: &[StepOutput]) -> Result<Tree> {
         }
     }
     tree.insert(manifest::NOTICE.to_string(), manifest::render_notice(upstream, &license_files).into_bytes());
-    let rendered = manifest::render_manifest(upstream, steps, &tree);
+    let rendered = manifest::render_manifest(upstream, static_library, steps, &tree);
     tree.insert(manifest::MANIFEST.to_string(), rendered.into_bytes());
     Ok(tree)
 }
@@ -141,7 +160,7 @@ mod tests {
             std::fs::create_dir_all(&root).unwrap();
             CrateSource { name: name.into(), version: "1.2.3".into(), root, license: "MIT".into(), repository: String::new() }
         };
-        Upstream { origin: Origin::CratesIo, kernels: c("candle-kernels"), core: c("candle-core") }
+        Upstream { origin: Origin::CratesIo, kernels: c("candle-kernels"), core: c("candle-core"), nn: c("candle-nn") }
     }
 
     /// A stand-in for the translator: the identity on `.cu` files.
@@ -152,6 +171,7 @@ mod tests {
             files: files.iter().map(|(p, c)| (format!("{prefix}/{p}"), c.as_bytes().to_vec())).collect(),
             rule_counts: BTreeMap::from([("identity", files.len())]),
             notes: vec![],
+            gaps: vec![],
         }
     }
 
@@ -162,21 +182,21 @@ mod tests {
         std::fs::write(up.core.root.join("LICENSE-MIT"), "mit").unwrap();
         std::fs::write(up.core.root.join("README.md"), "no").unwrap();
         let steps = [identity_step("kernels", "kernels", &[("a.cu", "a"), ("moe/b.cuh", "b")])];
-        let tree = assemble(&up, &steps).unwrap();
+        let tree = assemble(&up, &[], &steps).unwrap();
         let paths: Vec<_> = tree.keys().map(String::as_str).collect();
         assert_eq!(paths, ["MANIFEST.toml", "NOTICE.md", "kernels/a.cu", "kernels/moe/b.cuh", "upstream-licenses/candle-core/LICENSE-MIT"]);
         let manifest = String::from_utf8(tree["MANIFEST.toml"].clone()).unwrap();
         assert!(manifest.contains("path = \"upstream-licenses/candle-core/LICENSE-MIT\""));
         assert!(manifest.contains("path = \"NOTICE.md\""));
         assert!(!manifest.contains(dir.path().to_str().unwrap()));
-        assert_eq!(tree, assemble(&up, &steps).unwrap(), "deterministic");
+        assert_eq!(tree, assemble(&up, &[], &steps).unwrap(), "deterministic");
     }
 
     #[test]
     fn steps_must_not_overlap() {
         let dir = tempfile::tempdir().unwrap();
         let steps = [identity_step("kernels", "kernels", &[("a.cu", "a")]), identity_step("other", "kernels", &[("a.cu", "b")])];
-        let e = assemble(&upstream(dir.path()), &steps).unwrap_err().to_string();
+        let e = assemble(&upstream(dir.path()), &[], &steps).unwrap_err().to_string();
         assert_eq!(e, "two translation steps write kernels/a.cu (step `other` is the second)");
     }
 }

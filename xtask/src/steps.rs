@@ -2,18 +2,22 @@
 //! sources and contributes the files of its own subtree of generated/; regen
 //! runs them all and assembles one in-memory tree.
 //!
-//! Today there is one step, `kernels` (candle-kernels → `generated/kernels/`).
-//! The candle-core backend step (→ `generated/candle-core/`) is added to
-//! [`STEPS`] as another function of type [`Step`].
+//! * `kernels`: candle-kernels → `generated/kernels/` (HIP sources and the
+//!   launchers' Rust declarations, `ffi.rs`);
+//! * `candle-core`, `candle-nn`: the crates with a ROCm backend beside CUDA →
+//!   `generated/candle-core/`, `generated/candle-nn/` (whole packages:
+//!   manifest, `src/`, upstream's `tests/`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use translator::kernels::{translate_tree, KernelContext};
 use translator::TreeFile;
 
-use crate::upstream::Upstream;
+use translator::backend::Gap;
+
+use crate::upstream::{CrateSource, Upstream};
 use crate::{hipify, tree};
 
 /// What one step read and made.
@@ -30,13 +34,24 @@ pub struct StepOutput {
     pub rule_counts: BTreeMap<&'static str, usize>,
     /// Lines for the run report only (never written to generated/).
     pub notes: Vec<String>,
+    /// What upstream has on CUDA that the ROCm side leaves out, and why.
+    pub gaps: Vec<Gap>,
+}
+
+/// What every step reads.
+pub struct StepInput<'a> {
+    pub upstream: &'a Upstream,
+    /// The hand-written ROCm crates, as paths relative to a generated
+    /// package (`../../candle-core-rocm/hip`), or absolute when the output
+    /// directory is outside the workspace.
+    pub rocm_crates: BTreeMap<String, String>,
 }
 
 /// A translation step.
-pub type Step = fn(&Upstream) -> Result<StepOutput>;
+pub type Step = fn(&StepInput) -> Result<StepOutput>;
 
 /// Every step, in order. Their output subtrees must not overlap.
-pub const STEPS: &[Step] = &[kernels];
+pub const STEPS: &[Step] = &[kernels, candle_core, candle_nn];
 
 /// candle-kernels `src/**/*.{cu,cuh}` → `generated/kernels/`.
 ///
@@ -44,8 +59,8 @@ pub const STEPS: &[Step] = &[kernels];
 /// what gets written. When hipify-perl is installed, its output is translated
 /// too and must give the very same files: the native pass is idempotent on
 /// HIP input, so generated/ is identical with or without hipify-perl.
-pub fn kernels(upstream: &Upstream) -> Result<StepOutput> {
-    let krate = &upstream.kernels;
+pub fn kernels(input: &StepInput) -> Result<StepOutput> {
+    let krate = &input.upstream.kernels;
     let src = krate.root.join("src");
     let files = cuda_sources(&src)?;
     if files.is_empty() {
@@ -69,12 +84,89 @@ pub fn kernels(upstream: &Upstream) -> Result<StepOutput> {
         }
     };
 
+    let mut inputs: Vec<(String, Vec<u8>)> = files.iter().map(|f| (format!("{}/src/{}", krate.name, f.rel_path), f.contents.clone())).collect();
+    let mut out_files: Vec<(String, Vec<u8>)> = output.files.into_iter().map(|f| (format!("kernels/{}", f.rel_path), f.contents)).collect();
+    let mut rule_counts = output.rule_counts;
+    // the static-library launchers' declarations
+    let ffi_path = src.join("ffi.rs");
+    let ffi = std::fs::read(&ffi_path).with_context(|| format!("reading {}", ffi_path.display()))?;
+    let ffi_text = String::from_utf8(ffi.clone()).with_context(|| format!("{} is not UTF-8", ffi_path.display()))?;
+    let mirrored = translator::backend::mirror_file("src/ffi.rs", &format!("{} {} src/ffi.rs", krate.name, krate.version), &ffi_text).map_err(|e| anyhow!("{}: {e}", krate.name))?;
+    for (rule, n) in mirrored.rule_counts {
+        *rule_counts.entry(rule).or_default() += n;
+    }
+    inputs.push((format!("{}/src/ffi.rs", krate.name), ffi));
+    inputs.sort();
+    out_files.push(("kernels/ffi.rs".to_string(), mirrored.text.into_bytes()));
+    let gaps = mirrored.gaps.into_iter().map(|g| Gap { file: format!("{}/{}", krate.name, g.file), ..g }).collect();
+
+    Ok(StepOutput { name: "kernels", inputs, files: out_files, rule_counts, notes, gaps })
+}
+
+/// candle-core → `generated/candle-core/`.
+pub fn candle_core(input: &StepInput) -> Result<StepOutput> {
+    mirror_package(input, &input.upstream.core, "candle-core")
+}
+
+/// candle-nn → `generated/candle-nn/` (its softmax, norms, rotary
+/// embeddings and MoE have CUDA custom ops of their own).
+pub fn candle_nn(input: &StepInput) -> Result<StepOutput> {
+    mirror_package(input, &input.upstream.nn, "candle-nn")
+}
+
+/// Files of an upstream package that the mirrored package carries: its
+/// sources, tests, manifest, license and readme (not benches, examples or
+/// cargo's bookkeeping).
+fn package_file(path: &str) -> bool {
+    path.starts_with("src/") || path.starts_with("tests/") || path == "Cargo.toml" || path == "README.md" || path.starts_with("LICENSE")
+}
+
+fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str) -> Result<StepOutput> {
+    let all = tree::read_tree(&krate.root)?;
+    let files: BTreeMap<String, Vec<u8>> = all.into_iter().filter(|(p, _)| package_file(p)).collect();
+    let label = format!("{} {}", krate.name, krate.version);
+    let mut sources = BTreeMap::new();
+    for (path, bytes) in files.iter().filter(|(p, _)| p.starts_with("src/") && p.ends_with(".rs")) {
+        let text = String::from_utf8(bytes.clone()).map_err(|_| anyhow!("{}/{path}: not UTF-8", krate.name))?;
+        sources.insert(path.clone(), text);
+    }
+    let mirror = translator::backend::mirror_crate(&sources, &label).map_err(|e| anyhow!("{}: {e}", krate.name))?;
+
+    let mut out: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for (path, text) in &mirror.files {
+        out.insert(path.clone(), text.clone().into_bytes());
+    }
+    for (path, bytes) in &files {
+        if path != "Cargo.toml" && !(path.starts_with("src/") && path.ends_with(".rs")) {
+            out.insert(path.clone(), bytes.clone());
+        }
+    }
+    let manifest_text = String::from_utf8(files.get("Cargo.toml").cloned().with_context(|| format!("{} has no Cargo.toml", krate.name))?).map_err(|_| anyhow!("{}/Cargo.toml: not UTF-8", krate.name))?;
+    let paths = translator::backend::package::PackagePaths {
+        rocm_crates: input.rocm_crates.clone(),
+        siblings: [(input.upstream.core.name.clone(), format!("../{}", input.upstream.core.name))].into_iter().filter(|(name, _)| *name != krate.name).collect(),
+    };
+    let manifest = translator::backend::package::mirror_manifest("Cargo.toml", &label, &manifest_text, &paths, &|p| out.contains_key(p)).map_err(|e| anyhow!("{}: {e}", krate.name))?;
+    out.insert("Cargo.toml".to_string(), manifest.text.into_bytes());
+
+    let mut rule_counts = mirror.rule_counts.clone();
+    *rule_counts.entry("package-features").or_default() += manifest.twinned_features;
+    let mut gaps: Vec<Gap> = mirror.gaps.into_iter().chain(manifest.gaps).map(|g| Gap { file: format!("{}/{}", krate.name, g.file), ..g }).collect();
+    gaps.sort();
+    let mut notes = Vec::new();
+    for (file, names) in &mirror.unmapped {
+        notes.push(format!("{step}: {file} still names CUDA: {}", names.iter().cloned().collect::<Vec<_>>().join(", ")));
+    }
+    for g in &gaps {
+        notes.push(format!("{step}: not mirrored: {}:{}: {} (feature `{}`)", g.file, g.line, g.construct, g.feature));
+    }
     Ok(StepOutput {
-        name: "kernels",
-        inputs: files.iter().map(|f| (format!("{}/src/{}", krate.name, f.rel_path), f.contents.clone())).collect(),
-        files: output.files.into_iter().map(|f| (format!("kernels/{}", f.rel_path), f.contents)).collect(),
-        rule_counts: output.rule_counts,
+        name: step,
+        inputs: files.into_iter().map(|(p, c)| (format!("{}/{p}", krate.name), c)).collect(),
+        files: out.into_iter().map(|(p, c)| (format!("{step}/{p}"), c)).collect(),
+        rule_counts,
         notes,
+        gaps,
     })
 }
 

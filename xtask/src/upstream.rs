@@ -19,6 +19,7 @@ pub struct CandlePin {
     pub version: String,
     pub kernels_crate: String,
     pub core_crate: String,
+    pub nn_crate: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -65,12 +66,13 @@ pub struct Upstream {
     pub origin: Origin,
     pub kernels: CrateSource,
     pub core: CrateSource,
+    pub nn: CrateSource,
 }
 
 impl Upstream {
     /// The upstream crates, in the order the manifest and NOTICE list them.
-    pub fn crates(&self) -> [&CrateSource; 2] {
-        [&self.kernels, &self.core]
+    pub fn crates(&self) -> [&CrateSource; 3] {
+        [&self.kernels, &self.core, &self.nn]
     }
 
     /// One line for the run report.
@@ -85,7 +87,7 @@ impl Upstream {
 
 /// The crates.io release `version`.
 pub fn from_registry(pin: &CandlePin, version: &str) -> Result<Upstream> {
-    let names = [pin.kernels_crate.as_str(), pin.core_crate.as_str()];
+    let names = [pin.kernels_crate.as_str(), pin.core_crate.as_str(), pin.nn_crate.as_str()];
     if names.iter().any(|n| registry_dir(n, version).is_none()) {
         fetch(&names, version)?;
     }
@@ -93,9 +95,10 @@ pub fn from_registry(pin: &CandlePin, version: &str) -> Result<Upstream> {
         let dir = registry_dir(n, version).with_context(|| format!("{n} {version} is not in the cargo registry after cargo fetch"))?;
         read_crate(&dir, None)
     });
-    let kernels = found.next().expect("two crates")?;
-    let core = found.next().expect("two crates")?;
-    Ok(Upstream { origin: Origin::CratesIo, kernels, core })
+    let kernels = found.next().expect("three crates")?;
+    let core = found.next().expect("three crates")?;
+    let nn = found.next().expect("three crates")?;
+    Ok(Upstream { origin: Origin::CratesIo, kernels, core, nn })
 }
 
 /// A Candle git checkout (its `candle-kernels/` and `candle-core/`).
@@ -108,8 +111,11 @@ pub fn from_checkout(pin: &CandlePin, dir: &Path) -> Result<Upstream> {
         bail!("{} is not a Candle checkout: no .cu files in {}/src", dir.display(), pin.kernels_crate);
     }
     let core_dir = dir.join(&pin.core_crate);
-    if !core_dir.join("Cargo.toml").is_file() {
-        bail!("{} is not a Candle checkout: missing {}/Cargo.toml", dir.display(), pin.core_crate);
+    let nn_dir = dir.join(&pin.nn_crate);
+    for (d, name) in [(&core_dir, &pin.core_crate), (&nn_dir, &pin.nn_crate)] {
+        if !d.join("Cargo.toml").is_file() {
+            bail!("{} is not a Candle checkout: missing {name}/Cargo.toml", dir.display());
+        }
     }
     let workspace_manifest = dir.join("Cargo.toml");
     let workspace = std::fs::read_to_string(&workspace_manifest).ok().and_then(|t| t.parse::<toml::Table>().ok());
@@ -117,6 +123,7 @@ pub fn from_checkout(pin: &CandlePin, dir: &Path) -> Result<Upstream> {
         origin: Origin::Checkout(dir.to_path_buf()),
         kernels: read_crate(&kernels_dir, workspace.as_ref())?,
         core: read_crate(&core_dir, workspace.as_ref())?,
+        nn: read_crate(&nn_dir, workspace.as_ref())?,
     })
 }
 
@@ -203,7 +210,7 @@ mod tests {
     use super::*;
 
     fn pin() -> CandlePin {
-        CandlePin { version: "0.11.1".into(), kernels_crate: "candle-kernels".into(), core_crate: "candle-core".into() }
+        CandlePin { version: "0.11.1".into(), kernels_crate: "candle-kernels".into(), core_crate: "candle-core".into(), nn_crate: "candle-nn".into() }
     }
 
     #[test]
@@ -224,6 +231,8 @@ mod tests {
         std::fs::write(root.join("candle-kernels/Cargo.toml"), "[package]\nname = \"candle-kernels\"\nversion.workspace = true\nlicense.workspace = true\nrepository.workspace = true\n").unwrap();
         std::fs::create_dir_all(root.join("candle-core")).unwrap();
         std::fs::write(root.join("candle-core/Cargo.toml"), "[package]\nname = \"candle-core\"\nversion = \"0.12.0-alpha.1\"\nlicense-file = \"LICENSE\"\n").unwrap();
+        std::fs::create_dir_all(root.join("candle-nn")).unwrap();
+        std::fs::write(root.join("candle-nn/Cargo.toml"), "[package]\nname = \"candle-nn\"\nversion = \"0.12.0-alpha.1\"\n").unwrap();
         let up = from_checkout(&pin(), root).unwrap();
         assert_eq!(up.kernels.version, "0.12.0-alpha.1");
         assert_eq!(up.kernels.license, "MIT OR Apache-2.0");

@@ -42,11 +42,15 @@ fn assert_untouched(out: &Path) {
 fn checkout(dir: &Path, kernels: &[(&str, &str)]) -> std::path::PathBuf {
     let root = dir.join("candle");
     std::fs::create_dir_all(root.join("candle-kernels/src")).unwrap();
-    std::fs::create_dir_all(root.join("candle-core")).unwrap();
     std::fs::write(root.join("Cargo.toml"), "[workspace.package]\nversion = \"9.0.0\"\nlicense = \"MIT OR Apache-2.0\"\n").unwrap();
-    for krate in ["candle-kernels", "candle-core"] {
+    for krate in ["candle-kernels", "candle-core", "candle-nn"] {
+        std::fs::create_dir_all(root.join(krate).join("src")).unwrap();
         std::fs::write(root.join(krate).join("Cargo.toml"), format!("[package]\nname = \"{krate}\"\nversion.workspace = true\nlicense.workspace = true\n")).unwrap();
     }
+    std::fs::write(root.join("candle-kernels/src/ffi.rs"), "extern \"C\" {\n    pub fn launch(stream: *mut core::ffi::c_void);\n}\n").unwrap();
+    std::fs::write(root.join("candle-core/src/lib.rs"), "#[cfg(feature = \"cuda\")]\npub mod cuda_backend;\n").unwrap();
+    std::fs::write(root.join("candle-core/src/cuda_backend.rs"), "pub struct CudaDevice(cudarc::driver::CudaStream);\n").unwrap();
+    std::fs::write(root.join("candle-nn/src/lib.rs"), "pub fn f() {}\n").unwrap();
     for (name, text) in kernels {
         std::fs::write(root.join("candle-kernels/src").join(name), text).unwrap();
     }
@@ -71,6 +75,8 @@ fn a_checkout_translates_and_records_its_version() {
     let run = xtask(&["regen", "--candle-src", src.to_str().unwrap(), "--out", out.to_str().unwrap()], &[]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let hip = std::fs::read_to_string(out.join("kernels/ok.hip")).unwrap();
+    let backend = std::fs::read_to_string(out.join("candle-core/src/rocm_backend.rs")).unwrap();
+    assert!(backend.contains("pub struct RocmDevice(candle_rocm_hip::driver::HipStream);"), "{backend}");
     assert!(hip.contains("candle_hmax(x[0], x[1])"));
     let manifest = std::fs::read_to_string(out.join("MANIFEST.toml")).unwrap();
     assert!(manifest.contains("source = \"checkout\"") && manifest.contains("\"candle-kernels\" = \"9.0.0\""));
@@ -150,7 +156,7 @@ fn regen_cleans_stale_siblings_and_check_reports_up_to_date() {
     names.sort();
     assert_eq!(names, ["candle", "gen"]);
     let report = String::from_utf8_lossy(&run.stdout);
-    assert!(report.contains("candle-kernels 9.0.0 + candle-core 9.0.0 (checkout "), "{report}");
+    assert!(report.contains("candle-kernels 9.0.0 + candle-core 9.0.0 + candle-nn 9.0.0 (checkout "), "{report}");
     assert!(report.contains("hipify-perl first pass: "), "{report}");
     assert!(report.contains("wall time: "), "{report}");
 

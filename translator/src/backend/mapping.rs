@@ -34,6 +34,10 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("CublasError", "RocblasError"),
     ("CurandError", "RocrandError"),
     ("CompileError", "HipCompileError"),
+    // CUDA-only modules without CUDA in their name (gated on the `cuda`
+    // feature): their twins need a name of their own
+    ("fast_mmq", "rocm_fast_mmq"),
+    ("fast_mmvq", "rocm_fast_mmvq"),
     // PTX modules → AMD code objects (the kernels crate embeds code objects)
     ("Ptx", "CodeObject"),
     ("ptx", "code_object"),
@@ -67,3 +71,43 @@ pub const WORDS: &[(&str, &str)] = &[
 
 /// Cargo features: `cfg(feature = "cuda")` → `cfg(feature = "rocm")`.
 pub const FEATURES: &[(&str, &str)] = &[("cuda", "rocm")];
+
+/// Words inside string literals of ROCm twins and mirrored files, so that
+/// messages and display strings name the ROCm device (`"cuda:{gpu_id}"` →
+/// `"rocm:{gpu_id}"`, "no cuda implementation" → "no rocm implementation").
+pub const LITERAL_WORDS: &[(&str, &str)] = &[("cuda", "rocm"), ("CUDA", "ROCm"), ("Cuda", "Rocm")];
+
+/// Lower-case fragments that mark an identifier as CUDA-specific: an item,
+/// arm, variant or import naming one gets a ROCm twin (and in mirrored code,
+/// one that is left names something the rules could not mirror).
+pub const CUDA_MARKERS: &[&str] = &["cuda", "cudarc", "cublas", "curand", "nvrtc", "cudnn", "cutile", "nccl"];
+
+/// Cargo features of upstream's CUDA backend that have no ROCm twin. In a
+/// ROCm twin or a mirrored file, code under `cfg(feature = X)` is left out
+/// and `cfg(not(feature = X))` holds; each item left out is listed in the
+/// regen report and PARITY.md with this reason.
+pub const UNMIRRORABLE_FEATURES: &[(&str, &str)] = &[
+    ("cudnn", "cuDNN convolutions: the ROCm counterpart is MIOpen, which this backend does not bind; convolutions use the generated im2col/col2im kernels and rocBLAS"),
+    ("cutile", "cuTile kernels are written in NVIDIA's tile language and have no HIP translation"),
+    ("nccl", "NCCL collectives: the ROCm counterpart is RCCL, which this backend does not bind"),
+];
+
+/// Dependencies of the `cuda` features in upstream manifests and what the
+/// ROCm feature depends on instead (`cuda = ["cudarc", "dep:candle-kernels"]`
+/// → `rocm = ["dep:candle-rocm-hip", "dep:candle-rocm-kernels"]`).
+pub const FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
+    ("cudarc", "dep:candle-rocm-hip"),
+    ("dep:cudarc", "dep:candle-rocm-hip"),
+    ("dep:candle-kernels", "dep:candle-rocm-kernels"),
+    ("candle/cuda", "candle/rocm"),
+];
+
+/// The hand-written crates the ROCm feature adds, as (package, path relative
+/// to the repository root).
+pub const ROCM_CRATES: &[(&str, &str)] = &[("candle-rocm-hip", "candle-core-rocm/hip"), ("candle-rocm-kernels", "candle-core-rocm/kernels")];
+
+/// Variants of the device enums that belong to neither CUDA nor ROCm. In a
+/// CUDA-only function (`as_cuda_device`) and its twin, the arm for one of
+/// these (`Self::Metal(_) => bail!(...)`) is the model for the arm the other
+/// twin backend needs to keep the match exhaustive (rule `exhaustive-twins`).
+pub const FOREIGN_BACKEND_VARIANTS: &[&str] = &["Metal"];

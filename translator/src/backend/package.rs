@@ -1,0 +1,191 @@
+//! Rule `package`: the mirrored crate's `Cargo.toml` from upstream's
+//! (normalized, as published on crates.io).
+//!
+//! * every CUDA feature gets a ROCm twin whose dependencies are mapped by
+//!   [`FEATURE_DEPENDENCIES`] (`cuda = ["cudarc", "dep:candle-kernels"]` →
+//!   `rocm = ["dep:candle-rocm-hip", "dep:candle-rocm-kernels"]`); features
+//!   of [`UNMIRRORABLE_FEATURES`] have none and are listed as gaps;
+//! * the hand-written ROCm crates the twin features name become optional
+//!   path dependencies;
+//! * dependencies on other mirrored crates (candle-nn's `candle` =
+//!   `candle-core`) point at the generated sibling;
+//! * examples and benches are not mirrored (their tables go), tests are.
+//!
+//! The package keeps upstream's name and version, so `[patch.crates-io]`
+//! works for every crate that depends on it.
+
+use std::collections::BTreeMap;
+
+use super::mapping::{FEATURE_DEPENDENCIES, UNMIRRORABLE_FEATURES};
+use super::twins::is_cuda_ident;
+use super::{rules, Gap};
+use crate::TranslateError;
+
+/// Where the mirrored package's dependencies live, relative to it.
+#[derive(Debug, Clone, Default)]
+pub struct PackagePaths {
+    /// Hand-written ROCm crates: package → path (`candle-rocm-hip` →
+    /// `../../candle-core-rocm/hip`).
+    pub rocm_crates: BTreeMap<String, String>,
+    /// Mirrored upstream crates: package → path (`candle-core` → `../candle-core`).
+    pub siblings: BTreeMap<String, String>,
+}
+
+/// The mirrored manifest and what it left out.
+#[derive(Debug, Clone)]
+pub struct MirroredManifest {
+    pub text: String,
+    pub gaps: Vec<Gap>,
+    pub twinned_features: usize,
+}
+
+/// Mirrors `manifest` (upstream's `Cargo.toml`, named `file` in errors).
+/// `label` names the source in the header; `has_file` says whether a
+/// `[[test]]` target's file is part of the mirrored package.
+pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackagePaths, has_file: &dyn Fn(&str) -> bool) -> Result<MirroredManifest, TranslateError> {
+    let mut table: toml::Table = manifest.parse().map_err(|e: toml::de::Error| TranslateError::unsupported(file, 0, "Cargo.toml", format!("does not parse: {e}")))?;
+    let mut gaps = Vec::new();
+    let mut twinned_features = 0;
+    let mut new_deps: Vec<String> = Vec::new();
+
+    if let Some(features) = table.get_mut("features").and_then(|f| f.as_table_mut()) {
+        let originals: Vec<(String, toml::Value)> = features.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        for (name, value) in originals {
+            if let Some((_, reason)) = UNMIRRORABLE_FEATURES.iter().find(|(f, _)| *f == name) {
+                gaps.push(Gap::new(file, 0, &format!("feature `{name}`"), &name, reason));
+                continue;
+            }
+            if !is_cuda_ident(&name) {
+                continue;
+            }
+            let (twin_name, _) = rules::rename(&name);
+            let mut twin_values = Vec::new();
+            for v in value.as_array().into_iter().flatten() {
+                let v = v.as_str().ok_or_else(|| TranslateError::unsupported(file, 0, &format!("feature `{name}`"), "a feature value is not a string"))?;
+                let mapped = if let Some((_, to)) = FEATURE_DEPENDENCIES.iter().find(|(from, _)| *from == v) {
+                    to.to_string()
+                } else if UNMIRRORABLE_FEATURES.iter().any(|(f, _)| *f == v) {
+                    continue;
+                } else if is_cuda_ident(v) && features_contains(&table_features(manifest), v) {
+                    rules::rename(v).0
+                } else if is_cuda_ident(v) {
+                    return Err(TranslateError::unsupported(file, 0, &format!("feature `{name}` = \"{v}\""), "no ROCm counterpart for this feature dependency: add it to mapping::FEATURE_DEPENDENCIES"));
+                } else {
+                    v.to_string()
+                };
+                if let Some(dep) = mapped.strip_prefix("dep:") {
+                    new_deps.push(dep.to_string());
+                }
+                twin_values.push(toml::Value::String(mapped));
+            }
+            features.insert(twin_name, toml::Value::Array(twin_values));
+            twinned_features += 1;
+        }
+    }
+
+    let deps = table.entry("dependencies").or_insert_with(|| toml::Value::Table(toml::Table::new())).as_table_mut().ok_or_else(|| TranslateError::unsupported(file, 0, "[dependencies]", "is not a table"))?;
+    for dep in new_deps {
+        let path = paths.rocm_crates.get(&dep).ok_or_else(|| TranslateError::unsupported(file, 0, &format!("dep:{dep}"), "no path for this ROCm crate"))?;
+        let mut spec = toml::Table::new();
+        spec.insert("path".into(), toml::Value::String(path.clone()));
+        spec.insert("optional".into(), toml::Value::Boolean(true));
+        deps.insert(dep, toml::Value::Table(spec));
+    }
+    for section in ["dependencies", "dev-dependencies"] {
+        let Some(deps) = table.get_mut(section).and_then(|d| d.as_table_mut()) else { continue };
+        for (key, spec) in deps.iter_mut() {
+            let Some(spec) = spec.as_table_mut() else { continue };
+            let package = spec.get("package").and_then(|p| p.as_str()).unwrap_or(key).to_string();
+            if let Some(path) = paths.siblings.get(&package) {
+                spec.insert("path".into(), toml::Value::String(path.clone()));
+            }
+        }
+    }
+    table.remove("example");
+    table.remove("bench");
+    if let Some(tests) = table.get_mut("test").and_then(|t| t.as_array_mut()) {
+        tests.retain(|t| t.get("path").and_then(|p| p.as_str()).is_some_and(has_file));
+    }
+    let body = toml::to_string(&table).map_err(|e| TranslateError::unsupported(file, 0, "Cargo.toml", format!("does not serialize: {e}")))?;
+    let text = format!("# Generated by `cargo xtask regen` from {label} (Cargo.toml, with ROCm features). Do not edit: fix the translator rule instead.\n{body}");
+    Ok(MirroredManifest { text, gaps, twinned_features })
+}
+
+fn table_features(manifest: &str) -> Vec<String> {
+    manifest.parse::<toml::Table>().ok().and_then(|t| t.get("features").and_then(|f| f.as_table()).map(|f| f.keys().cloned().collect())).unwrap_or_default()
+}
+
+fn features_contains(features: &[String], name: &str) -> bool {
+    features.iter().any(|f| f == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CORE: &str = r#"
+[package]
+name = "candle-core"
+version = "0.11.1"
+
+[features]
+cuda = ["cudarc", "dep:candle-kernels"]
+cudnn = ["cuda", "cudarc/cudnn"]
+metal = ["dep:objc2-metal"]
+
+[[example]]
+name = "basics"
+path = "examples/basics.rs"
+
+[[test]]
+name = "tensor_tests"
+path = "tests/tensor_tests.rs"
+
+[[test]]
+name = "gone"
+path = "tests/gone.rs"
+
+[dependencies.cudarc]
+version = "0.19.10"
+optional = true
+"#;
+
+    fn paths() -> PackagePaths {
+        PackagePaths {
+            rocm_crates: [("candle-rocm-hip", "../../candle-core-rocm/hip"), ("candle-rocm-kernels", "../../candle-core-rocm/kernels")].into_iter().map(|(a, b)| (a.into(), b.into())).collect(),
+            siblings: [("candle-core".to_string(), "../candle-core".to_string())].into(),
+        }
+    }
+
+    #[test]
+    fn the_cuda_feature_gets_a_rocm_twin_with_its_crates() {
+        let m = mirror_manifest("Cargo.toml", "candle-core 0.11.1", CORE, &paths(), &|p| p == "tests/tensor_tests.rs").unwrap();
+        let t: toml::Table = m.text.parse().unwrap();
+        assert_eq!(t["features"]["rocm"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>(), ["dep:candle-rocm-hip", "dep:candle-rocm-kernels"]);
+        assert!(t["features"].get("cuda").is_some(), "the CUDA feature stays");
+        assert_eq!(t["dependencies"]["candle-rocm-hip"]["path"].as_str(), Some("../../candle-core-rocm/hip"));
+        assert_eq!(t["dependencies"]["candle-rocm-kernels"]["optional"].as_bool(), Some(true));
+        assert!(t.get("example").is_none());
+        assert_eq!(t["test"].as_array().unwrap().len(), 1);
+        assert_eq!(m.gaps.len(), 1);
+        assert_eq!(m.gaps[0].feature, "cudnn");
+        assert!(m.text.starts_with("# Generated by `cargo xtask regen` from candle-core 0.11.1"));
+    }
+
+    #[test]
+    fn siblings_are_path_dependencies() {
+        let nn = "[package]\nname = \"candle-nn\"\nversion = \"0.11.1\"\n[features]\ncuda = [\"candle/cuda\"]\n[dependencies.candle]\nversion = \"0.11.1\"\npackage = \"candle-core\"\n";
+        let m = mirror_manifest("Cargo.toml", "candle-nn 0.11.1", nn, &paths(), &|_| true).unwrap();
+        let t: toml::Table = m.text.parse().unwrap();
+        assert_eq!(t["dependencies"]["candle"]["path"].as_str(), Some("../candle-core"));
+        assert_eq!(t["dependencies"]["candle"]["version"].as_str(), Some("0.11.1"));
+        assert_eq!(t["features"]["rocm"].as_array().unwrap()[0].as_str(), Some("candle/rocm"));
+    }
+
+    #[test]
+    fn an_unknown_cuda_dependency_is_an_error() {
+        let bad = "[package]\nname = \"x\"\nversion = \"1.0.0\"\n[features]\ncuda = [\"dep:cuda-foo\"]\n";
+        let err = mirror_manifest("Cargo.toml", "x", bad, &paths(), &|_| true).unwrap_err().to_string();
+        assert!(err.contains("cuda-foo") && err.contains("FEATURE_DEPENDENCIES"), "{err}");
+    }
+}

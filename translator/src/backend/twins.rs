@@ -1,0 +1,557 @@
+//! Rule `twins`: outside the CUDA backend itself, every CUDA-specific node of
+//! candle-core gets a ROCm twin, inserted right after it and produced by the
+//! token rules of [`super::rules`] (then pruned by [`super::cfg`]):
+//!
+//! * items, impl items and trait items named for CUDA (`fn new_cuda`,
+//!   `fn cuda_fwd`, `mod cuda_backend`), gated on the `cuda` feature, `impl`s
+//!   for a CUDA type, and macro invocations that mention CUDA
+//!   (`forward_op1!(cuda_fwd, ...)`);
+//! * enum variants (`Storage::Cuda(CudaStorage)` → `Rocm(RocmStorage)`);
+//! * match arms whose pattern mentions CUDA (`(Self::Cuda(a), Self::Cuda(b))`);
+//!   an or-pattern that mixes backends gets the twin case inside it instead
+//!   (`Self::Cuda(_) | Self::Metal(_)` → `Self::Cuda(_) | Self::Rocm(_) | ...`);
+//! * statements gated on the `cuda` feature;
+//! * imports: a CUDA name inside a `use` group gets its twin beside it
+//!   (`use crate::{CpuStorage, CudaStorage}` → `..., CudaStorage, RocmStorage}`),
+//!   a `use` through a CUDA path is twinned whole.
+//!
+//! A twin is never searched again (it is ROCm through and through), and the
+//! original is kept byte-for-byte in meaning: the CUDA backend stays.
+
+use std::collections::BTreeMap;
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::visit_mut::VisitMut;
+use syn::{Arm, Attribute, ImplItem, Item, Pat, Stmt, TraitItem, UseTree, Variant};
+
+use super::cfg::{self, Verdict};
+use super::mapping::{CUDA_MARKERS, FOREIGN_BACKEND_VARIANTS, IDENTIFIERS};
+use super::{rules, Gap};
+use crate::TranslateError;
+
+/// Does this identifier name something CUDA-specific that has a ROCm name?
+/// (cuDNN/cuTile/NCCL names have none: code named for them is not twinned;
+/// where it is gated on their feature it is left out of ROCm code by
+/// [`cfg`].)
+pub fn is_cuda_ident(ident: &str) -> bool {
+    rules::rename(ident).1.is_some() && {
+        let lower = ident.to_ascii_lowercase();
+        CUDA_MARKERS.iter().any(|m| lower.contains(m)) || IDENTIFIERS.iter().any(|(from, _)| *from == ident)
+    }
+}
+
+/// Does this token stream mention a CUDA-specific identifier (or the `cuda`
+/// feature)?
+pub fn mentions_cuda(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Ident(id) => is_cuda_ident(&id.to_string()),
+        proc_macro2::TokenTree::Group(g) => mentions_cuda(g.stream()),
+        proc_macro2::TokenTree::Literal(l) => l.to_string() == "\"cuda\"",
+        proc_macro2::TokenTree::Punct(_) => false,
+    })
+}
+
+fn cfg_mentions_cuda(attrs: &[Attribute]) -> bool {
+    attrs.iter().any(|a| a.path().is_ident("cfg") && mentions_cuda(a.meta.to_token_stream()))
+}
+
+/// The pass over one file. Errors and gaps are collected; the first error
+/// wins.
+pub struct TwinPass<'a> {
+    pub file: &'a str,
+    pub counts: &'a mut BTreeMap<&'static str, usize>,
+    pub gaps: &'a mut Vec<Gap>,
+    pub error: Option<TranslateError>,
+}
+
+trait Twinnable: Sized + ToTokens {
+    fn parse_twin(tokens: TokenStream) -> syn::Result<Self>;
+    fn attrs_mut(&mut self) -> Option<&mut Vec<Attribute>>;
+    fn prune(&mut self, pruner: &mut super::Pruner);
+    fn complete_matches(&mut self, rule: &mut ExhaustiveTwins);
+}
+
+macro_rules! twinnable {
+    ($ty:ty, $visit:ident, |$n:ident| $attrs:expr) => {
+        impl Twinnable for $ty {
+            fn parse_twin(tokens: TokenStream) -> syn::Result<Self> {
+                syn::parse2(tokens)
+            }
+            fn attrs_mut(&mut self) -> Option<&mut Vec<Attribute>> {
+                let $n = self;
+                $attrs
+            }
+            fn prune(&mut self, pruner: &mut super::Pruner) {
+                pruner.$visit(self)
+            }
+            fn complete_matches(&mut self, rule: &mut ExhaustiveTwins) {
+                rule.$visit(self)
+            }
+        }
+    };
+}
+
+twinnable!(Item, visit_item_mut, |n| item_attrs(n));
+twinnable!(ImplItem, visit_impl_item_mut, |n| match n {
+    ImplItem::Const(x) => Some(&mut x.attrs),
+    ImplItem::Fn(x) => Some(&mut x.attrs),
+    ImplItem::Type(x) => Some(&mut x.attrs),
+    ImplItem::Macro(x) => Some(&mut x.attrs),
+    _ => None,
+});
+twinnable!(TraitItem, visit_trait_item_mut, |n| match n {
+    TraitItem::Const(x) => Some(&mut x.attrs),
+    TraitItem::Fn(x) => Some(&mut x.attrs),
+    TraitItem::Type(x) => Some(&mut x.attrs),
+    TraitItem::Macro(x) => Some(&mut x.attrs),
+    _ => None,
+});
+twinnable!(Variant, visit_variant_mut, |n| Some(&mut n.attrs));
+twinnable!(Arm, visit_arm_mut, |n| Some(&mut n.attrs));
+
+impl Twinnable for Stmt {
+    fn parse_twin(tokens: TokenStream) -> syn::Result<Self> {
+        let block: syn::Block = syn::parse2(quote::quote!({ #tokens }))?;
+        block.stmts.into_iter().next().ok_or_else(|| syn::Error::new(proc_macro2::Span::call_site(), "empty statement"))
+    }
+    fn attrs_mut(&mut self) -> Option<&mut Vec<Attribute>> {
+        stmt_attrs(self)
+    }
+    fn prune(&mut self, pruner: &mut super::Pruner) {
+        pruner.visit_stmt_mut(self)
+    }
+    fn complete_matches(&mut self, rule: &mut ExhaustiveTwins) {
+        rule.visit_stmt_mut(self)
+    }
+}
+
+/// Rule `exhaustive-twins`: a CUDA-only function that matches on a device
+/// enum (`as_cuda_device`: `Self::Cuda(d) => Ok(d)`, `Self::Metal(_) =>
+/// bail!(...)`) lacks an arm for the ROCm variant, and its twin one for the
+/// CUDA variant. The arm of a foreign backend ([`FOREIGN_BACKEND_VARIANTS`])
+/// is the model: `Self::Rocm(_) => bail!("expected a cuda device, got rocm")`.
+pub struct ExhaustiveTwins<'a> {
+    own: &'static str,
+    other: &'static str,
+    counts: &'a mut BTreeMap<&'static str, usize>,
+}
+
+fn arm_variant(pat: &Pat) -> Option<String> {
+    let path = match pat {
+        Pat::TupleStruct(p) => &p.path,
+        Pat::Path(p) => &p.path,
+        Pat::Struct(p) => &p.path,
+        _ => return None,
+    };
+    path.segments.last().map(|s| s.ident.to_string())
+}
+
+impl VisitMut for ExhaustiveTwins<'_> {
+    fn visit_expr_match_mut(&mut self, m: &mut syn::ExprMatch) {
+        syn::visit_mut::visit_expr_match_mut(self, m);
+        let catch_all = m.arms.iter().any(|a| matches!(&a.pat, Pat::Wild(_) | Pat::Ident(syn::PatIdent { subpat: None, .. })));
+        let variants: Vec<Option<String>> = m.arms.iter().map(|a| arm_variant(&a.pat)).collect();
+        let has = |v: &str| variants.iter().any(|x| x.as_deref() == Some(v));
+        if catch_all || !has(self.own) || has(self.other) {
+            return;
+        }
+        let Some(model) = variants.iter().position(|v| v.as_deref().is_some_and(|v| FOREIGN_BACKEND_VARIANTS.contains(&v))) else { return };
+        let foreign = variants[model].clone().expect("found above");
+        let mut arm = m.arms[model].clone();
+        if let Pat::TupleStruct(p) = &mut arm.pat {
+            if let Some(last) = p.path.segments.last_mut() {
+                last.ident = syn::Ident::new(self.other, last.ident.span());
+            }
+        }
+        let word = self.other.to_ascii_lowercase();
+        let body = replace_in_literals(arm.body.to_token_stream(), &foreign, &word);
+        let Ok(body) = syn::parse2(body) else { return };
+        arm.body = Box::new(body);
+        m.arms.insert(model + 1, arm);
+        *self.counts.entry("exhaustive-twins").or_default() += 1;
+    }
+}
+
+/// `word` → `with` inside string literals of `tokens`.
+fn replace_in_literals(tokens: TokenStream, word: &str, with: &str) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|t| match t {
+            proc_macro2::TokenTree::Group(g) => {
+                let mut n = proc_macro2::Group::new(g.delimiter(), replace_in_literals(g.stream(), word, with));
+                n.set_span(g.span());
+                n.into()
+            }
+            proc_macro2::TokenTree::Literal(l) if l.to_string().starts_with('"') && l.to_string().contains(word) => {
+                l.to_string().replace(word, with).parse::<proc_macro2::Literal>().map(Into::into).unwrap_or(proc_macro2::TokenTree::Literal(l))
+            }
+            other => other,
+        })
+        .collect()
+}
+
+pub fn item_attrs(item: &mut Item) -> Option<&mut Vec<Attribute>> {
+    Some(match item {
+        Item::Const(x) => &mut x.attrs,
+        Item::Enum(x) => &mut x.attrs,
+        Item::ExternCrate(x) => &mut x.attrs,
+        Item::Fn(x) => &mut x.attrs,
+        Item::ForeignMod(x) => &mut x.attrs,
+        Item::Impl(x) => &mut x.attrs,
+        Item::Macro(x) => &mut x.attrs,
+        Item::Mod(x) => &mut x.attrs,
+        Item::Static(x) => &mut x.attrs,
+        Item::Struct(x) => &mut x.attrs,
+        Item::Trait(x) => &mut x.attrs,
+        Item::TraitAlias(x) => &mut x.attrs,
+        Item::Type(x) => &mut x.attrs,
+        Item::Union(x) => &mut x.attrs,
+        Item::Use(x) => &mut x.attrs,
+        _ => return None,
+    })
+}
+
+pub fn stmt_attrs(stmt: &mut Stmt) -> Option<&mut Vec<Attribute>> {
+    match stmt {
+        Stmt::Local(l) => Some(&mut l.attrs),
+        Stmt::Item(i) => item_attrs(i),
+        Stmt::Macro(m) => Some(&mut m.attrs),
+        Stmt::Expr(e, _) => expr_attrs(e),
+    }
+}
+
+fn expr_attrs(expr: &mut syn::Expr) -> Option<&mut Vec<Attribute>> {
+    use syn::Expr::*;
+    Some(match expr {
+        Block(x) => &mut x.attrs,
+        Call(x) => &mut x.attrs,
+        If(x) => &mut x.attrs,
+        Macro(x) => &mut x.attrs,
+        Match(x) => &mut x.attrs,
+        MethodCall(x) => &mut x.attrs,
+        Unsafe(x) => &mut x.attrs,
+        Assign(x) => &mut x.attrs,
+        _ => return None,
+    })
+}
+
+fn item_is_cuda_specific(item: &mut Item) -> bool {
+    if item_attrs(item).is_some_and(|a| cfg_mentions_cuda(a)) {
+        return true;
+    }
+    let ident = |i: &syn::Ident| is_cuda_ident(&i.to_string());
+    match item {
+        Item::Fn(x) => ident(&x.sig.ident),
+        Item::Mod(x) => ident(&x.ident),
+        Item::Struct(x) => ident(&x.ident),
+        Item::Enum(x) => ident(&x.ident),
+        Item::Union(x) => ident(&x.ident),
+        Item::Type(x) => ident(&x.ident),
+        Item::Const(x) => ident(&x.ident),
+        Item::Static(x) => ident(&x.ident),
+        Item::Trait(x) => ident(&x.ident),
+        Item::Macro(x) => match &x.ident {
+            Some(name) => ident(name),
+            None => mentions_cuda(x.mac.tokens.clone()) || x.mac.path.segments.iter().any(|s| ident(&s.ident)),
+        },
+        Item::Impl(x) => mentions_cuda(x.self_ty.to_token_stream()) || x.trait_.as_ref().is_some_and(|(_, p, _)| mentions_cuda(p.to_token_stream())),
+        Item::Use(x) => use_is_cuda_specific(&x.tree),
+        _ => false,
+    }
+}
+
+/// A `use` is twinned whole when a path segment (not a leaf in a group)
+/// names CUDA; CUDA leaves inside groups are twinned in place instead.
+fn use_is_cuda_specific(tree: &UseTree) -> bool {
+    match tree {
+        UseTree::Path(p) => is_cuda_ident(&p.ident.to_string()) || use_is_cuda_specific(&p.tree),
+        UseTree::Name(n) => is_cuda_ident(&n.ident.to_string()),
+        UseTree::Rename(r) => is_cuda_ident(&r.ident.to_string()),
+        UseTree::Glob(_) | UseTree::Group(_) => false,
+    }
+}
+
+fn impl_item_is_cuda_specific(item: &mut ImplItem) -> bool {
+    let by_cfg = Twinnable::attrs_mut(item).is_some_and(|a| cfg_mentions_cuda(a));
+    by_cfg
+        || match item {
+            ImplItem::Fn(x) => is_cuda_ident(&x.sig.ident.to_string()),
+            ImplItem::Const(x) => is_cuda_ident(&x.ident.to_string()),
+            ImplItem::Type(x) => is_cuda_ident(&x.ident.to_string()),
+            ImplItem::Macro(x) => mentions_cuda(x.mac.tokens.clone()),
+            _ => false,
+        }
+}
+
+fn trait_item_is_cuda_specific(item: &mut TraitItem) -> bool {
+    let by_cfg = Twinnable::attrs_mut(item).is_some_and(|a| cfg_mentions_cuda(a));
+    by_cfg
+        || match item {
+            TraitItem::Fn(x) => is_cuda_ident(&x.sig.ident.to_string()),
+            TraitItem::Const(x) => is_cuda_ident(&x.ident.to_string()),
+            TraitItem::Type(x) => is_cuda_ident(&x.ident.to_string()),
+            TraitItem::Macro(x) => mentions_cuda(x.mac.tokens.clone()),
+            _ => false,
+        }
+}
+
+impl TwinPass<'_> {
+    fn line_of(node: &impl ToTokens) -> u32 {
+        node.to_token_stream().into_iter().next().map(|t| t.span().start().line as u32).unwrap_or(0)
+    }
+
+    /// The ROCm twin of `node`, or `None` when it is left out (a gap) or
+    /// does not parse (an error).
+    fn twin<T: Twinnable>(&mut self, node: &T) -> Option<T> {
+        let tokens = rules::rewrite(node.to_token_stream(), self.counts);
+        let mut twin = match T::parse_twin(tokens) {
+            Ok(t) => t,
+            Err(e) => {
+                let line = Self::line_of(node);
+                self.error.get_or_insert_with(|| TranslateError::unsupported(self.file, line, &super::describe(node), format!("its ROCm twin does not parse: {e}")));
+                return None;
+            }
+        };
+        if let Some(attrs) = twin.attrs_mut() {
+            if let Verdict::Drop { feature, reason } = cfg::apply(attrs) {
+                self.gaps.push(Gap::new(self.file, Self::line_of(node), &super::describe(node), feature, reason));
+                return None;
+            }
+        }
+        let mut pruner = super::Pruner { file: self.file, gaps: self.gaps };
+        twin.prune(&mut pruner);
+        *self.counts.entry("twins").or_default() += 1;
+        Some(twin)
+    }
+
+    fn twin_list<T: Twinnable>(&mut self, list: Vec<T>, mut specific: impl FnMut(&mut T) -> bool, mut recurse: impl FnMut(&mut Self, &mut T)) -> Vec<T> {
+        let mut out = Vec::with_capacity(list.len());
+        for mut node in list {
+            if specific(&mut node) {
+                let mut twin = self.twin(&node);
+                node.complete_matches(&mut ExhaustiveTwins { own: "Cuda", other: "Rocm", counts: self.counts });
+                if let Some(twin) = &mut twin {
+                    twin.complete_matches(&mut ExhaustiveTwins { own: "Rocm", other: "Cuda", counts: self.counts });
+                }
+                out.push(node);
+                out.extend(twin);
+            } else {
+                recurse(self, &mut node);
+                out.push(node);
+            }
+        }
+        out
+    }
+
+    fn twin_items(&mut self, items: &mut Vec<Item>) {
+        let list = std::mem::take(items);
+        *items = self.twin_list(list, item_is_cuda_specific, |s, i| s.visit_item_mut(i));
+    }
+
+    /// `A | Cuda | B` → `A | Cuda | Rocm | B`, when the body is backend-neutral.
+    fn twin_or_cases(&mut self, arm: &mut Arm) -> bool {
+        let Pat::Or(or) = &mut arm.pat else { return false };
+        if or.cases.iter().all(|c| mentions_cuda(c.to_token_stream())) || mentions_cuda(arm.body.to_token_stream()) {
+            return false;
+        }
+        let mut cases = syn::punctuated::Punctuated::new();
+        for case in std::mem::take(&mut or.cases) {
+            let specific = mentions_cuda(case.to_token_stream());
+            let twin = specific.then(|| rules::rewrite(case.to_token_stream(), self.counts));
+            cases.push(case);
+            if let Some(tokens) = twin {
+                match syn::parse::Parser::parse2(Pat::parse_single, tokens) {
+                    Ok(p) => {
+                        cases.push(p);
+                        *self.counts.entry("twins").or_default() += 1;
+                    }
+                    Err(e) => {
+                        self.error.get_or_insert_with(|| TranslateError::unsupported(self.file, 0, "or-pattern", format!("its ROCm twin does not parse: {e}")));
+                    }
+                }
+            }
+        }
+        or.cases = cases;
+        true
+    }
+}
+
+impl VisitMut for TwinPass<'_> {
+    fn visit_file_mut(&mut self, file: &mut syn::File) {
+        self.twin_items(&mut file.items);
+    }
+
+    fn visit_item_mod_mut(&mut self, m: &mut syn::ItemMod) {
+        if let Some((_, items)) = &mut m.content {
+            self.twin_items(items);
+        }
+    }
+
+    fn visit_item_impl_mut(&mut self, i: &mut syn::ItemImpl) {
+        let list = std::mem::take(&mut i.items);
+        i.items = self.twin_list(list, impl_item_is_cuda_specific, |s, n| s.visit_impl_item_mut(n));
+    }
+
+    fn visit_item_trait_mut(&mut self, t: &mut syn::ItemTrait) {
+        let list = std::mem::take(&mut t.items);
+        t.items = self.twin_list(list, trait_item_is_cuda_specific, |s, n| s.visit_trait_item_mut(n));
+    }
+
+    fn visit_item_enum_mut(&mut self, e: &mut syn::ItemEnum) {
+        let list: Vec<Variant> = std::mem::take(&mut e.variants).into_iter().collect();
+        let out = self.twin_list(list, |v| mentions_cuda(v.to_token_stream()), |_, _| {});
+        e.variants = out.into_iter().collect();
+    }
+
+    fn visit_block_mut(&mut self, b: &mut syn::Block) {
+        let list = std::mem::take(&mut b.stmts);
+        b.stmts = self.twin_list(
+            list,
+            |s| match s {
+                Stmt::Item(i) => item_is_cuda_specific(i),
+                other => stmt_attrs(other).is_some_and(|a| cfg_mentions_cuda(a)),
+            },
+            |s, n| s.visit_stmt_mut(n),
+        );
+    }
+
+    fn visit_expr_match_mut(&mut self, m: &mut syn::ExprMatch) {
+        self.visit_expr_mut(&mut m.expr);
+        let list = std::mem::take(&mut m.arms);
+        let mut out = Vec::with_capacity(list.len());
+        for mut arm in list {
+            if self.twin_or_cases(&mut arm) {
+                out.push(arm);
+                continue;
+            }
+            let specific = mentions_cuda(arm.pat.to_token_stream()) || cfg_mentions_cuda(&arm.attrs);
+            if specific {
+                let twin = self.twin(&arm);
+                out.push(arm);
+                out.extend(twin);
+            } else {
+                self.visit_arm_mut(&mut arm);
+                out.push(arm);
+            }
+        }
+        m.arms = out;
+    }
+
+    fn visit_use_tree_mut(&mut self, tree: &mut UseTree) {
+        match tree {
+            UseTree::Path(p) => self.visit_use_tree_mut(&mut p.tree),
+            UseTree::Group(g) => {
+                let mut out = syn::punctuated::Punctuated::new();
+                for mut leaf in std::mem::take(&mut g.items) {
+                    self.visit_use_tree_mut(&mut leaf);
+                    let twin = use_is_cuda_specific(&leaf).then(|| rules::rewrite(leaf.to_token_stream(), self.counts));
+                    out.push(leaf);
+                    if let Some(tokens) = twin {
+                        match syn::parse2::<UseTree>(tokens) {
+                            Ok(t) => {
+                                out.push(t);
+                                *self.counts.entry("twins").or_default() += 1;
+                            }
+                            Err(e) => {
+                                self.error.get_or_insert_with(|| TranslateError::unsupported(self.file, 0, "use", format!("its ROCm twin does not parse: {e}")));
+                            }
+                        }
+                    }
+                }
+                g.items = out;
+            }
+            _ => {}
+        }
+    }
+
+    fn visit_item_macro_mut(&mut self, m: &mut syn::ItemMacro) {
+        if let Some(name) = &m.ident {
+            if let Some(rule) = super::test_device::rule_for(&name.to_string()) {
+                match rule(self.file, m.mac.tokens.clone(), self.counts) {
+                    Ok(tokens) => m.mac.tokens = tokens,
+                    Err(e) => {
+                        self.error.get_or_insert(e);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::twin_file;
+
+    fn twin(src: &str) -> String {
+        let out = twin_file("t.rs", "test", src).unwrap();
+        out.text.lines().skip(1).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn variants_and_arms_get_twins() {
+        let out = twin("enum Storage { Cpu(C), Cuda(CudaStorage) }\nfn f(s: &Storage) -> u8 { match s { Storage::Cpu(_) => 0, Storage::Cuda(c) => c.x() } }\n");
+        assert!(out.contains("Cuda(CudaStorage),\n    Rocm(RocmStorage),"), "{out}");
+        assert!(out.contains("Storage::Cuda(c) => c.x(),\n        Storage::Rocm(c) => c.x(),"), "{out}");
+    }
+
+    #[test]
+    fn cuda_only_matches_and_their_twins_stay_exhaustive() {
+        let out = twin("impl Device { pub fn as_cuda_device(&self) -> Result<&CudaDevice> { match self { Self::Cuda(d) => Ok(d), Self::Cpu => bail!(\"expected a cuda device, got cpu\"), Self::Metal(_) => bail!(\"expected a cuda device, got Metal\") } } }\n");
+        assert!(out.contains("Self::Metal(_) => bail!(\"expected a cuda device, got Metal\"),\n            Self::Rocm(_) => bail!(\"expected a cuda device, got rocm\"),"), "{out}");
+        assert!(out.contains("Self::Metal(_) => bail!(\"expected a rocm device, got Metal\"),\n            Self::Cuda(_) => bail!(\"expected a rocm device, got cuda\"),"), "{out}");
+    }
+
+    #[test]
+    fn cudnn_named_items_have_no_twin() {
+        let src = "pub enum CudnnFwdAlgo { A }\n";
+        assert_eq!(twin_file("t.rs", "t", src).unwrap().text, src);
+    }
+
+    #[test]
+    fn or_patterns_get_the_twin_case_inside() {
+        let out = twin("fn f(d: &Device) -> bool { match d { Device::Cpu => false, Device::Cuda(_) | Device::Metal(_) => true } }\n");
+        assert!(out.contains("Device::Cuda(_) | Device::Rocm(_) | Device::Metal(_) => true"), "{out}");
+    }
+
+    #[test]
+    fn cuda_named_items_and_impl_items_get_twins() {
+        let out = twin("impl Device { pub fn new_cuda(o: usize) -> Self { Self::Cuda(o) } pub fn cpu() {} }\ntrait Op { fn cuda_fwd(&self, s: &CudaStorage) -> Result<()> { Err(Error::Cuda(\"no cuda implementation\".into())) } }\n");
+        assert!(out.contains("pub fn new_rocm(o: usize) -> Self {\n        Self::Rocm(o)"), "{out}");
+        assert!(out.contains("fn rocm_fwd(&self, s: &RocmStorage)"), "{out}");
+        assert!(out.contains("\"no rocm implementation\""), "{out}");
+        assert_eq!(out.matches("pub fn cpu").count(), 1, "{out}");
+    }
+
+    #[test]
+    fn feature_gated_items_and_statements_get_twins() {
+        let out = twin("#[cfg(feature = \"cuda\")]\npub mod cuda_backend;\n#[cfg(not(feature = \"cuda\"))]\npub use dummy_cuda_backend as cuda;\nfn f() { #[cfg(feature = \"cuda\")] let x = 1; }\n");
+        assert!(out.contains("#[cfg(feature = \"rocm\")]\npub mod rocm_backend;"), "{out}");
+        assert!(out.contains("#[cfg(not(feature = \"rocm\"))]\npub use dummy_rocm_backend as rocm;"), "{out}");
+        assert!(out.contains("#[cfg(feature = \"rocm\")]\n    let x = 1;"), "{out}");
+    }
+
+    #[test]
+    fn imports_get_twin_leaves() {
+        let out = twin("use crate::{CpuStorage, CudaStorage, Layout};\npub use cuda::{CudaDevice, CudaStorage};\n");
+        assert!(out.contains("use crate::{CpuStorage, CudaStorage, RocmStorage, Layout};"), "{out}");
+        assert!(out.contains("pub use rocm::{RocmDevice, RocmStorage};"), "{out}");
+    }
+
+    #[test]
+    fn twins_of_unmirrorable_features_are_gaps() {
+        let src = "#[cfg(feature = \"cudnn\")]\npub use cuda_backend::cudnn;\n";
+        let out = twin_file("t.rs", "test", src).unwrap();
+        assert_eq!(out.gaps.len(), 1);
+        assert_eq!(out.gaps[0].line, 1);
+        assert!(out.gaps[0].reason.contains("MIOpen"), "{:?}", out.gaps);
+        assert!(!out.text.contains("rocm"), "{}", out.text);
+    }
+
+    #[test]
+    fn files_without_cuda_are_returned_verbatim() {
+        let src = "// a comment that prettyplease would drop\nfn f() {}\n";
+        let out = twin_file("t.rs", "test", src).unwrap();
+        assert_eq!(out.text, src);
+    }
+}
