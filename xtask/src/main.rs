@@ -4,11 +4,13 @@
 //!   (modules: `upstream` finds the sources, `hipify` the optional first
 //!   pass, `steps` the translation steps, `tree` the atomic write and the
 //!   check, `manifest` MANIFEST.toml and NOTICE.md, `regen` the command).
+//! * `parity` regenerates and prints `generated/PARITY.md`.
 //! * `build-kernels` compiles `generated/kernels` for AMD GPUs with hipcc.
 
 mod build_kernels;
 mod hipify;
 mod manifest;
+mod parity;
 mod regen;
 mod steps;
 mod tree;
@@ -30,6 +32,8 @@ struct Cli {
 enum Command {
     /// Translate Candle's CUDA sources into generated/ (atomically).
     Regen(regen::RegenArgs),
+    /// Regenerate (as `regen`) and print generated/PARITY.md: which CUDA backend items the ROCm side has.
+    Parity(regen::RegenArgs),
     /// Compile generated/kernels for AMD GPUs with hipcc and check kernel parity.
     BuildKernels(build_kernels::BuildArgs),
 }
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Regen(args) => regen::run(args),
+        Command::Parity(args) => parity::run(args),
         Command::BuildKernels(args) => build_kernels::run(args),
     };
     match result {

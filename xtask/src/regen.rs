@@ -36,6 +36,13 @@ pub struct RegenArgs {
     check: bool,
 }
 
+impl RegenArgs {
+    /// The output directory these arguments name.
+    pub fn out_dir(&self) -> PathBuf {
+        self.out.clone().unwrap_or_else(|| workspace_root().join("generated"))
+    }
+}
+
 pub fn run(args: RegenArgs) -> Result<ExitCode> {
     let start = Instant::now();
     let root = workspace_root();
@@ -55,7 +62,9 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
     let label = format!("{}/", tree::shown(&out_dir).display());
 
     if args.check {
-        let on_disk = tree::read_tree(&out_dir).with_context(|| format!("reading {label}"))?;
+        let mut on_disk = tree::read_tree(&out_dir).with_context(|| format!("reading {label}"))?;
+        // cargo's lock file of a generated package built on its own is not ours
+        on_disk.retain(|path, _| !is_package_lock(path));
         let (up_to_date, text) = tree::check_report(&on_disk, &tree, &label);
         report(&upstream, &steps, &tree, &label, start);
         print!("{text}");
@@ -71,6 +80,12 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `<package>/Cargo.lock`: written by cargo when a generated package is
+/// built or tested on its own (it is its own workspace), never by regen.
+fn is_package_lock(path: &str) -> bool {
+    path.split_once('/').is_some_and(|(_, rest)| rest == "Cargo.lock")
 }
 
 /// Paths from a generated package (`<out>/candle-core`) to the hand-written
@@ -111,6 +126,9 @@ pub fn assemble(upstream: &Upstream, static_library: &[String], steps: &[StepOut
         }
     }
     tree.insert(manifest::NOTICE.to_string(), manifest::render_notice(upstream, &license_files).into_bytes());
+    let inputs: Vec<String> = steps.iter().flat_map(|s| s.inputs.iter().map(|(p, _)| p.clone())).collect();
+    let gaps: Vec<translator::backend::Gap> = steps.iter().flat_map(|s| s.gaps.iter().cloned()).collect();
+    tree.insert(crate::parity::PARITY.to_string(), crate::parity::render(&tree, &inputs, &gaps).into_bytes());
     let rendered = manifest::render_manifest(upstream, static_library, steps, &tree);
     tree.insert(manifest::MANIFEST.to_string(), rendered.into_bytes());
     Ok(tree)
@@ -184,7 +202,7 @@ mod tests {
         let steps = [identity_step("kernels", "kernels", &[("a.cu", "a"), ("moe/b.cuh", "b")])];
         let tree = assemble(&up, &[], &steps).unwrap();
         let paths: Vec<_> = tree.keys().map(String::as_str).collect();
-        assert_eq!(paths, ["MANIFEST.toml", "NOTICE.md", "kernels/a.cu", "kernels/moe/b.cuh", "upstream-licenses/candle-core/LICENSE-MIT"]);
+        assert_eq!(paths, ["MANIFEST.toml", "NOTICE.md", "PARITY.md", "kernels/a.cu", "kernels/moe/b.cuh", "upstream-licenses/candle-core/LICENSE-MIT"]);
         let manifest = String::from_utf8(tree["MANIFEST.toml"].clone()).unwrap();
         assert!(manifest.contains("path = \"upstream-licenses/candle-core/LICENSE-MIT\""));
         assert!(manifest.contains("path = \"NOTICE.md\""));

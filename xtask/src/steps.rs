@@ -136,8 +136,19 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str) ->
     for (path, text) in &mirror.files {
         out.insert(path.clone(), text.clone().into_bytes());
     }
+    let mut test_counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut test_gaps = Vec::new();
     for (path, bytes) in &files {
-        if path != "Cargo.toml" && !(path.starts_with("src/") && path.ends_with(".rs")) {
+        if path.starts_with("tests/") && path.ends_with(".rs") {
+            // upstream's tests match on devices too: their CUDA arms get twins
+            let text = String::from_utf8(bytes.clone()).map_err(|_| anyhow!("{}/{path}: not UTF-8", krate.name))?;
+            let twinned = translator::backend::twin_file(path, &format!("{label} {path}"), &text).map_err(|e| anyhow!("{}: {e}", krate.name))?;
+            for (rule, n) in twinned.rule_counts {
+                *test_counts.entry(rule).or_default() += n;
+            }
+            test_gaps.extend(twinned.gaps);
+            out.insert(path.clone(), twinned.text.into_bytes());
+        } else if path != "Cargo.toml" && !(path.starts_with("src/") && path.ends_with(".rs")) {
             out.insert(path.clone(), bytes.clone());
         }
     }
@@ -150,8 +161,11 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str) ->
     out.insert("Cargo.toml".to_string(), manifest.text.into_bytes());
 
     let mut rule_counts = mirror.rule_counts.clone();
+    for (rule, n) in test_counts {
+        *rule_counts.entry(rule).or_default() += n;
+    }
     *rule_counts.entry("package-features").or_default() += manifest.twinned_features;
-    let mut gaps: Vec<Gap> = mirror.gaps.into_iter().chain(manifest.gaps).map(|g| Gap { file: format!("{}/{}", krate.name, g.file), ..g }).collect();
+    let mut gaps: Vec<Gap> = mirror.gaps.into_iter().chain(test_gaps).chain(manifest.gaps).map(|g| Gap { file: format!("{}/{}", krate.name, g.file), ..g }).collect();
     gaps.sort();
     let mut notes = Vec::new();
     for (file, names) in &mirror.unmapped {

@@ -26,7 +26,7 @@ use syn::visit_mut::VisitMut;
 use syn::{Arm, Attribute, ImplItem, Item, Pat, Stmt, TraitItem, UseTree, Variant};
 
 use super::cfg::{self, Verdict};
-use super::mapping::{CUDA_MARKERS, FOREIGN_BACKEND_VARIANTS, IDENTIFIERS};
+use super::mapping::{CUDA_MARKERS, FOREIGN_BACKEND_VARIANTS, IDENTIFIERS, NAME_ONLY_MACROS};
 use super::{rules, Gap};
 use crate::TranslateError;
 
@@ -253,6 +253,7 @@ fn item_is_cuda_specific(item: &mut Item) -> bool {
         Item::Trait(x) => ident(&x.ident),
         Item::Macro(x) => match &x.ident {
             Some(name) => ident(name),
+            None if x.mac.path.segments.last().is_some_and(|s| NAME_ONLY_MACROS.iter().any(|m| s.ident == m)) => false,
             None => mentions_cuda(x.mac.tokens.clone()) || x.mac.path.segments.iter().any(|s| ident(&s.ident)),
         },
         Item::Impl(x) => mentions_cuda(x.self_ty.to_token_stream()) || x.trait_.as_ref().is_some_and(|(_, p, _)| mentions_cuda(p.to_token_stream())),
@@ -500,6 +501,12 @@ mod tests {
         let out = twin("impl Device { pub fn as_cuda_device(&self) -> Result<&CudaDevice> { match self { Self::Cuda(d) => Ok(d), Self::Cpu => bail!(\"expected a cuda device, got cpu\"), Self::Metal(_) => bail!(\"expected a cuda device, got Metal\") } } }\n");
         assert!(out.contains("Self::Metal(_) => bail!(\"expected a cuda device, got Metal\"),\n            Self::Rocm(_) => bail!(\"expected a cuda device, got rocm\"),"), "{out}");
         assert!(out.contains("Self::Metal(_) => bail!(\"expected a rocm device, got Metal\"),\n            Self::Cuda(_) => bail!(\"expected a rocm device, got cuda\"),"), "{out}");
+    }
+
+    #[test]
+    fn test_device_invocations_are_not_twinned() {
+        let src = "test_device!(qmm, qmm_cpu, qmm_cuda, qmm_metal);\ncandle::test_device!(a, a_cpu, a_gpu, a_metal);\n";
+        assert_eq!(twin_file("t.rs", "t", src).unwrap().text, src);
     }
 
     #[test]
