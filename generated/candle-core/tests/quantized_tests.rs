@@ -1009,15 +1009,7 @@ quantized_matmul!(
     quantized_matmul_q4_0_metal, GgmlDType::Q4_0
 );
 quantized_matmul!(
-    quantized_matmul_q4_0_bis, quantized_matmul_q4_0_cpu, quantized_matmul_q4_0_rocm,
-    quantized_matmul_q4_0_metal, GgmlDType::Q4_0
-);
-quantized_matmul!(
     quantized_matmul_q4_1_bis, quantized_matmul_q4_1_cpu, quantized_matmul_q4_1_cuda,
-    quantized_matmul_q4_1_metal, GgmlDType::Q4_1
-);
-quantized_matmul!(
-    quantized_matmul_q4_1_bis, quantized_matmul_q4_1_cpu, quantized_matmul_q4_1_rocm,
     quantized_matmul_q4_1_metal, GgmlDType::Q4_1
 );
 quantized_matmul!(
@@ -1025,23 +1017,11 @@ quantized_matmul!(
     quantized_matmul_q5_0_metal, GgmlDType::Q5_0
 );
 quantized_matmul!(
-    quantized_matmul_q5_0_bis, quantized_matmul_q5_0_cpu, quantized_matmul_q5_0_rocm,
-    quantized_matmul_q5_0_metal, GgmlDType::Q5_0
-);
-quantized_matmul!(
     quantized_matmul_q5_1_bis, quantized_matmul_q5_1_cpu, quantized_matmul_q5_1_cuda,
     quantized_matmul_q5_1_metal, GgmlDType::Q5_1
 );
 quantized_matmul!(
-    quantized_matmul_q5_1_bis, quantized_matmul_q5_1_cpu, quantized_matmul_q5_1_rocm,
-    quantized_matmul_q5_1_metal, GgmlDType::Q5_1
-);
-quantized_matmul!(
     quantized_matmul_q8_0_bis, quantized_matmul_q8_0_cpu, quantized_matmul_q8_0_cuda,
-    quantized_matmul_q8_0_metal, GgmlDType::Q8_0
-);
-quantized_matmul!(
-    quantized_matmul_q8_0_bis, quantized_matmul_q8_0_cpu, quantized_matmul_q8_0_rocm,
     quantized_matmul_q8_0_metal, GgmlDType::Q8_0
 );
 #[test]
@@ -1093,15 +1073,7 @@ quantized_matmul!(
     quantized_matmul_q8_1_metal, GgmlDType::Q8_1
 );
 quantized_matmul!(
-    quantized_matmul_q8_1_bis, quantized_matmul_q8_1_cpu, quantized_matmul_q8_1_rocm,
-    quantized_matmul_q8_1_metal, GgmlDType::Q8_1
-);
-quantized_matmul!(
     quantized_matmul_q2k_bis, quantized_matmul_q2k_cpu, quantized_matmul_q2k_cuda,
-    quantized_matmul_q2k_metal, GgmlDType::Q2K
-);
-quantized_matmul!(
-    quantized_matmul_q2k_bis, quantized_matmul_q2k_cpu, quantized_matmul_q2k_rocm,
     quantized_matmul_q2k_metal, GgmlDType::Q2K
 );
 quantized_matmul!(
@@ -1109,15 +1081,7 @@ quantized_matmul!(
     quantized_matmul_q3k_metal, GgmlDType::Q3K
 );
 quantized_matmul!(
-    quantized_matmul_q3k_bis, quantized_matmul_q3k_cpu, quantized_matmul_q3k_rocm,
-    quantized_matmul_q3k_metal, GgmlDType::Q3K
-);
-quantized_matmul!(
     quantized_matmul_q4k_bis, quantized_matmul_q4k_cpu, quantized_matmul_q4k_cuda,
-    quantized_matmul_q4k_metal, GgmlDType::Q4K
-);
-quantized_matmul!(
-    quantized_matmul_q4k_bis, quantized_matmul_q4k_cpu, quantized_matmul_q4k_rocm,
     quantized_matmul_q4k_metal, GgmlDType::Q4K
 );
 quantized_matmul!(
@@ -1125,23 +1089,11 @@ quantized_matmul!(
     quantized_matmul_q5k_metal, GgmlDType::Q5K
 );
 quantized_matmul!(
-    quantized_matmul_q5k_bis, quantized_matmul_q5k_cpu, quantized_matmul_q5k_rocm,
-    quantized_matmul_q5k_metal, GgmlDType::Q5K
-);
-quantized_matmul!(
     quantized_matmul_q6k_bis, quantized_matmul_q6k_cpu, quantized_matmul_q6k_cuda,
     quantized_matmul_q6k_metal, GgmlDType::Q6K
 );
 quantized_matmul!(
-    quantized_matmul_q6k_bis, quantized_matmul_q6k_cpu, quantized_matmul_q6k_rocm,
-    quantized_matmul_q6k_metal, GgmlDType::Q6K
-);
-quantized_matmul!(
     quantized_matmul_q8k_bis, quantized_matmul_q8k_cpu, quantized_matmul_q8k_cuda,
-    quantized_matmul_q8k_metal, GgmlDType::Q8K
-);
-quantized_matmul!(
-    quantized_matmul_q8k_bis, quantized_matmul_q8k_cpu, quantized_matmul_q8k_rocm,
     quantized_matmul_q8k_metal, GgmlDType::Q8K
 );
 #[test]

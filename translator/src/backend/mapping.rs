@@ -112,8 +112,3 @@ pub const ROCM_CRATES: &[(&str, &str)] = &[("candle-rocm-hip", "candle-core-rocm
 /// twin backend needs to keep the match exhaustive (rule `exhaustive-twins`).
 pub const FOREIGN_BACKEND_VARIANTS: &[&str] = &["Metal"];
 
-/// Macros whose invocations name CUDA only to pass names along: the macro
-/// itself has the ROCm twin (rule `test-device`), so its invocations
-/// (`test_device!(matmul, matmul_cpu, matmul_gpu, matmul_metal)`) are not
-/// twinned.
-pub const NAME_ONLY_MACROS: &[&str] = &["test_device"];
