@@ -1629,7 +1629,7 @@ fn allocates_twice_when_transferring_to_same_device() -> Result<()> {
     assert_ne!(id1, id2);
     Ok(())
 }
-#[cfg(feature = "rocm")]
+#[cfg(all(feature = "rocm", not(feature = "cuda")))]
 #[test]
 fn allocates_twice_when_transferring_to_same_device() -> Result<()> {
     use std::ops::Deref;

@@ -145,7 +145,7 @@ pub fn moe_gemm(
         _ => candle::bail!("moe_gemm only accepts f16/bf16 inputs"),
     }
 }
-#[cfg(feature = "rocm")]
+#[cfg(all(feature = "rocm", not(feature = "cuda")))]
 pub fn moe_gemm(
     input: &Tensor,
     weights: &Tensor,
@@ -282,7 +282,7 @@ pub fn moe_gemm(
         _ => candle::bail!("moe_gemm only accepts f16/bf16 inputs"),
     }
 }
-#[cfg(not(feature = "cuda"))]
+#[cfg(all(not(feature = "cuda"), not(feature = "rocm")))]
 pub fn moe_gemm(
     _: &Tensor,
     _: &Tensor,
@@ -293,18 +293,6 @@ pub fn moe_gemm(
     _: bool,
 ) -> Result<Tensor> {
     candle::bail!("moe_gemm is only implemented for the cuda backend")
-}
-#[cfg(not(feature = "rocm"))]
-pub fn moe_gemm(
-    _: &Tensor,
-    _: &Tensor,
-    _: &Option<Tensor>,
-    _: &Tensor,
-    _: &Tensor,
-    _: usize,
-    _: bool,
-) -> Result<Tensor> {
-    candle::bail!("moe_gemm is only implemented for the rocm backend")
 }
 #[cfg(feature = "cuda")]
 #[allow(clippy::too_many_arguments)]
@@ -465,7 +453,7 @@ pub fn moe_gemm_gguf(
         _ => candle::bail!("moe_gemm_gguf only accepts f32 inputs"),
     }
 }
-#[cfg(feature = "rocm")]
+#[cfg(all(feature = "rocm", not(feature = "cuda")))]
 #[allow(clippy::too_many_arguments)]
 pub fn moe_gemm_gguf(
     input: &Tensor,
@@ -624,7 +612,7 @@ pub fn moe_gemm_gguf(
         _ => candle::bail!("moe_gemm_gguf only accepts f32 inputs"),
     }
 }
-#[cfg(not(feature = "cuda"))]
+#[cfg(all(not(feature = "cuda"), not(feature = "rocm")))]
 #[allow(clippy::too_many_arguments)]
 pub fn moe_gemm_gguf(
     _: &Tensor,
@@ -637,18 +625,4 @@ pub fn moe_gemm_gguf(
     _: candle::DType,
 ) -> Result<Tensor> {
     candle::bail!("moe_gemm_gguf is only implemented for the cuda backend")
-}
-#[cfg(not(feature = "rocm"))]
-#[allow(clippy::too_many_arguments)]
-pub fn moe_gemm_gguf(
-    _: &Tensor,
-    _: &QTensor,
-    _: &Option<Tensor>,
-    _: &Tensor,
-    _: &Tensor,
-    _: usize,
-    _: bool,
-    _: candle::DType,
-) -> Result<Tensor> {
-    candle::bail!("moe_gemm_gguf is only implemented for the rocm backend")
 }

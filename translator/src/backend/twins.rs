@@ -52,6 +52,14 @@ pub fn mentions_cuda(tokens: TokenStream) -> bool {
     })
 }
 
+fn mentions_rocm(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Group(g) => mentions_rocm(g.stream()),
+        proc_macro2::TokenTree::Literal(l) => l.to_string() == "\"rocm\"",
+        _ => false,
+    })
+}
+
 fn cfg_mentions_cuda(attrs: &[Attribute]) -> bool {
     attrs.iter().any(|a| a.path().is_ident("cfg") && mentions_cuda(a.meta.to_token_stream()))
 }
@@ -70,10 +78,18 @@ trait Twinnable: Sized + ToTokens {
     fn attrs_mut(&mut self) -> Option<&mut Vec<Attribute>>;
     fn prune(&mut self, pruner: &mut super::Pruner);
     fn complete_matches(&mut self, rule: &mut ExhaustiveTwins);
+    /// What the node declares (a function's name, an impl's type and
+    /// trait): a twin that declares the same must not coexist with it.
+    fn declares(&self) -> Option<String> {
+        None
+    }
 }
 
 macro_rules! twinnable {
     ($ty:ty, $visit:ident, |$n:ident| $attrs:expr) => {
+        twinnable!($ty, $visit, |$n| $attrs, |_n| None);
+    };
+    ($ty:ty, $visit:ident, |$n:ident| $attrs:expr, |$d:ident| $declares:expr) => {
         impl Twinnable for $ty {
             fn parse_twin(tokens: TokenStream) -> syn::Result<Self> {
                 syn::parse2(tokens)
@@ -88,16 +104,38 @@ macro_rules! twinnable {
             fn complete_matches(&mut self, rule: &mut ExhaustiveTwins) {
                 rule.$visit(self)
             }
+            fn declares(&self) -> Option<String> {
+                let $d = self;
+                $declares
+            }
         }
     };
 }
 
-twinnable!(Item, visit_item_mut, |n| item_attrs(n));
+twinnable!(Item, visit_item_mut, |n| item_attrs(n), |n| match n {
+    Item::Fn(x) => Some(x.sig.ident.to_string()),
+    Item::Mod(x) => Some(x.ident.to_string()),
+    Item::Struct(x) => Some(x.ident.to_string()),
+    Item::Enum(x) => Some(x.ident.to_string()),
+    Item::Union(x) => Some(x.ident.to_string()),
+    Item::Type(x) => Some(x.ident.to_string()),
+    Item::Const(x) => Some(x.ident.to_string()),
+    Item::Static(x) => Some(x.ident.to_string()),
+    Item::Trait(x) => Some(x.ident.to_string()),
+    Item::Use(x) => Some(x.tree.to_token_stream().to_string()),
+    Item::Impl(x) => Some(format!("impl {} for {}", x.trait_.as_ref().map(|(_, p, _)| p.to_token_stream().to_string()).unwrap_or_default(), x.self_ty.to_token_stream())),
+    _ => None,
+});
 twinnable!(ImplItem, visit_impl_item_mut, |n| match n {
     ImplItem::Const(x) => Some(&mut x.attrs),
     ImplItem::Fn(x) => Some(&mut x.attrs),
     ImplItem::Type(x) => Some(&mut x.attrs),
     ImplItem::Macro(x) => Some(&mut x.attrs),
+    _ => None,
+}, |n| match n {
+    ImplItem::Fn(x) => Some(x.sig.ident.to_string()),
+    ImplItem::Const(x) => Some(x.ident.to_string()),
+    ImplItem::Type(x) => Some(x.ident.to_string()),
     _ => None,
 });
 twinnable!(TraitItem, visit_trait_item_mut, |n| match n {
@@ -105,6 +143,11 @@ twinnable!(TraitItem, visit_trait_item_mut, |n| match n {
     TraitItem::Fn(x) => Some(&mut x.attrs),
     TraitItem::Type(x) => Some(&mut x.attrs),
     TraitItem::Macro(x) => Some(&mut x.attrs),
+    _ => None,
+}, |n| match n {
+    TraitItem::Fn(x) => Some(x.sig.ident.to_string()),
+    TraitItem::Const(x) => Some(x.ident.to_string()),
+    TraitItem::Type(x) => Some(x.ident.to_string()),
     _ => None,
 });
 twinnable!(Variant, visit_variant_mut, |n| Some(&mut n.attrs));
@@ -151,25 +194,46 @@ impl VisitMut for ExhaustiveTwins<'_> {
     fn visit_expr_match_mut(&mut self, m: &mut syn::ExprMatch) {
         syn::visit_mut::visit_expr_match_mut(self, m);
         let catch_all = m.arms.iter().any(|a| matches!(&a.pat, Pat::Wild(_) | Pat::Ident(syn::PatIdent { subpat: None, .. })));
-        let variants: Vec<Option<String>> = m.arms.iter().map(|a| arm_variant(&a.pat)).collect();
-        let has = |v: &str| variants.iter().any(|x| x.as_deref() == Some(v));
+        // the variants each arm covers (an or-pattern covers several)
+        let variants: Vec<Vec<String>> = m.arms.iter().map(|a| arm_cases(&a.pat).iter().filter_map(|c| arm_variant(c)).collect()).collect();
+        let has = |v: &str| variants.iter().flatten().any(|x| x == v);
         if catch_all || !has(self.own) || has(self.other) {
             return;
         }
-        let Some(model) = variants.iter().position(|v| v.as_deref().is_some_and(|v| FOREIGN_BACKEND_VARIANTS.contains(&v))) else { return };
-        let foreign = variants[model].clone().expect("found above");
-        let mut arm = m.arms[model].clone();
-        if let Pat::TupleStruct(p) = &mut arm.pat {
-            if let Some(last) = p.path.segments.last_mut() {
-                last.ident = syn::Ident::new(self.other, last.ident.span());
-            }
+        let Some((model, foreign)) = variants.iter().enumerate().find_map(|(i, vs)| vs.iter().find(|v| FOREIGN_BACKEND_VARIANTS.contains(&v.as_str())).map(|v| (i, v.clone()))) else { return };
+        let rename_variant = |pat: &Pat, to: &str| -> Option<Pat> {
+            let mut pat = pat.clone();
+            let path = match &mut pat {
+                Pat::TupleStruct(p) => &mut p.path,
+                Pat::Path(p) => &mut p.path,
+                Pat::Struct(p) => &mut p.path,
+                _ => return None,
+            };
+            path.segments.last_mut()?.ident = syn::Ident::new(to, proc_macro2::Span::call_site());
+            Some(pat)
+        };
+        if let Pat::Or(or) = &mut m.arms[model].pat {
+            // `Metal(_) | Cpu(_) => bail!(..)`: one more case
+            let Some(case) = or.cases.iter().find(|c| arm_variant(c).as_deref() == Some(foreign.as_str())).and_then(|c| rename_variant(c, self.other)) else { return };
+            or.cases.push(case);
+        } else {
+            let mut arm = m.arms[model].clone();
+            let Some(pat) = rename_variant(&arm.pat, self.other) else { return };
+            arm.pat = pat;
+            let word = self.other.to_ascii_lowercase();
+            let body = replace_in_literals(arm.body.to_token_stream(), &foreign, &word);
+            let Ok(body) = syn::parse2(body) else { return };
+            arm.body = Box::new(body);
+            m.arms.insert(model + 1, arm);
         }
-        let word = self.other.to_ascii_lowercase();
-        let body = replace_in_literals(arm.body.to_token_stream(), &foreign, &word);
-        let Ok(body) = syn::parse2(body) else { return };
-        arm.body = Box::new(body);
-        m.arms.insert(model + 1, arm);
         *self.counts.entry("exhaustive-twins").or_default() += 1;
+    }
+}
+
+fn arm_cases(pat: &Pat) -> Vec<&Pat> {
+    match pat {
+        Pat::Or(or) => or.cases.iter().collect(),
+        other => vec![other],
     }
 }
 
@@ -334,8 +398,14 @@ impl TwinPass<'_> {
             if specific(&mut node) {
                 let mut twin = self.twin(&node);
                 node.complete_matches(&mut ExhaustiveTwins { own: "Cuda", other: "Rocm", counts: self.counts });
-                if let Some(twin) = &mut twin {
-                    twin.complete_matches(&mut ExhaustiveTwins { own: "Rocm", other: "Cuda", counts: self.counts });
+                if let Some(t) = &mut twin {
+                    t.complete_matches(&mut ExhaustiveTwins { own: "Rocm", other: "Cuda", counts: self.counts });
+                    if t.declares().is_some() && t.declares() == node.declares() {
+                        let keep_twin = self.same_name_twins(&mut node, t);
+                        if !keep_twin {
+                            twin = None;
+                        }
+                    }
                 }
                 out.push(node);
                 out.extend(twin);
@@ -345,6 +415,34 @@ impl TwinPass<'_> {
             }
         }
         out
+    }
+
+    /// Rule `same-name-twins`: a twin that declares what the original
+    /// declares (`#[cfg(feature = "cuda")] fn moe_gemm` → `#[cfg(feature =
+    /// "rocm")] fn moe_gemm`) must not be compiled beside it. A CUDA version
+    /// keeps precedence when both features are on (the twin gets `all(rocm,
+    /// not(cuda))`); a fallback for builds without CUDA (`not(cuda)`) becomes
+    /// the fallback for builds with neither (`all(not(cuda), not(rocm))`) and
+    /// has no twin. Returns whether the twin stays.
+    fn same_name_twins<T: Twinnable>(&mut self, node: &mut T, twin: &mut T) -> bool {
+        let line = Self::line_of(node);
+        let cfg_of = |attrs: Option<&mut Vec<Attribute>>| -> Option<(usize, syn::Meta)> {
+            let attrs = attrs?;
+            attrs.iter().enumerate().find(|(_, a)| a.path().is_ident("cfg") && mentions_cuda(a.meta.to_token_stream()) || a.path().is_ident("cfg") && mentions_rocm(a.meta.to_token_stream())).and_then(|(i, a)| a.parse_args::<syn::Meta>().ok().map(|m| (i, m)))
+        };
+        let (Some((i, p)), Some((j, q))) = (cfg_of(node.attrs_mut()), cfg_of(twin.attrs_mut())) else {
+            self.error.get_or_insert_with(|| TranslateError::unsupported(self.file, line, &super::describe(node), "its ROCm twin declares the same name and no `cuda` cfg tells them apart"));
+            return false;
+        };
+        *self.counts.entry("same-name-twins").or_default() += 1;
+        let negative = matches!(&p, syn::Meta::List(l) if l.path.is_ident("not"));
+        if negative {
+            node.attrs_mut().expect("has a cfg")[i] = syn::parse_quote!(#[cfg(all(#p, #q))]);
+            false
+        } else {
+            twin.attrs_mut().expect("has a cfg")[j] = syn::parse_quote!(#[cfg(all(#q, not(#p)))]);
+            true
+        }
     }
 
     fn twin_items(&mut self, items: &mut Vec<Item>) {
@@ -509,6 +607,15 @@ mod tests {
     fn test_device_invocations_are_not_twinned() {
         let src = "test_device!(qmm, qmm_cpu, qmm_cuda, qmm_metal);\nquantized_matmul!(q, q_cpu, q_cuda, q_metal, GgmlDType::Q4_0);\n";
         assert_eq!(twin_file("t.rs", "t", src).unwrap().text, src);
+    }
+
+    #[test]
+    fn twins_with_the_same_name_never_coexist() {
+        let out = twin("#[cfg(feature = \"cuda\")]\npub fn moe_gemm(x: &CudaStorage) {}\n#[cfg(not(feature = \"cuda\"))]\npub fn moe_gemm() {}\n");
+        assert!(out.contains("#[cfg(feature = \"cuda\")]\npub fn moe_gemm(x: &CudaStorage) {}"), "{out}");
+        assert!(out.contains("#[cfg(all(feature = \"rocm\", not(feature = \"cuda\")))]\npub fn moe_gemm(x: &RocmStorage) {}"), "{out}");
+        assert!(out.contains("#[cfg(all(not(feature = \"cuda\"), not(feature = \"rocm\")))]\npub fn moe_gemm() {}"), "{out}");
+        assert_eq!(out.matches("fn moe_gemm").count(), 3, "{out}");
     }
 
     #[test]

@@ -388,12 +388,12 @@ impl QStorage {
     ) -> Result<(*const u8, crate::cuda_backend::cudarc::driver::SyncOnDrop<'a>)> {
         match self {
             QStorage::Cuda(storage) => storage.device_ptr_with_guard(stream),
-            QStorage::Metal(_) | QStorage::Cpu(_) => {
+            QStorage::Metal(_) | QStorage::Cpu(_) | QStorage::Rocm(_) => {
                 crate::bail!("not implemented");
             }
         }
     }
-    #[cfg(feature = "rocm")]
+    #[cfg(all(feature = "rocm", not(feature = "cuda")))]
     pub fn device_ptr_with_guard<'a>(
         &'a self,
         stream: &'a crate::rocm_backend::candle_rocm_hip::driver::HipStream,
@@ -402,7 +402,7 @@ impl QStorage {
     > {
         match self {
             QStorage::Rocm(storage) => storage.device_ptr_with_guard(stream),
-            QStorage::Metal(_) | QStorage::Cpu(_) => {
+            QStorage::Metal(_) | QStorage::Cpu(_) | QStorage::Cuda(_) => {
                 crate::bail!("not implemented");
             }
         }
@@ -996,7 +996,7 @@ impl QTensor {
     ) -> Result<(*const u8, crate::cuda_backend::cudarc::driver::SyncOnDrop<'a>)> {
         self.storage.device_ptr_with_guard(stream)
     }
-    #[cfg(feature = "rocm")]
+    #[cfg(all(feature = "rocm", not(feature = "cuda")))]
     pub fn device_ptr_with_guard<'a>(
         &'a self,
         stream: &'a crate::rocm_backend::candle_rocm_hip::driver::HipStream,

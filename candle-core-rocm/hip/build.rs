@@ -1,0 +1,60 @@
+//! Link lines for the HIP runtime, rocBLAS and rocRAND.
+//!
+//! `rocm-rs` emits no link lines when built with `SKIP_BINDGEN=1`, so this crate
+//! emits them itself:
+//!
+//! * `amdhip64` is always linked (searched in `$ROCM_PATH/lib`, `/opt/rocm/lib`
+//!   and the system library directories).
+//! * `rocblas` / `rocrand` are linked only when `lib{name}.so` is found in one of
+//!   those directories, or when forced with `CANDLE_ROCM_LINK_ROCBLAS=1` /
+//!   `CANDLE_ROCM_LINK_ROCRAND=1` (`=0` forces them off). When a library is linked
+//!   the cfg `candle_rocm_rocblas` / `candle_rocm_rocrand` is set; without it every
+//!   call into that library returns the crate's "library not linked" error status
+//!   instead of failing to link (see `unlinked_ffi!` in `lib.rs`).
+use std::path::{Path, PathBuf};
+
+fn search_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Ok(p) = std::env::var("ROCM_PATH") {
+        dirs.push(Path::new(&p).join("lib"));
+    }
+    for d in ["/opt/rocm/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"] {
+        dirs.push(PathBuf::from(d));
+    }
+    dirs.into_iter().filter(|d| d.is_dir()).collect()
+}
+
+/// Decide whether to link `lib{name}`: the env var wins, otherwise look for the file.
+fn wanted(name: &str, env: &str, dirs: &[PathBuf]) -> bool {
+    match std::env::var(env).ok().as_deref() {
+        Some("1") | Some("true") => true,
+        Some("0") | Some("false") => false,
+        _ => dirs.iter().any(|d| d.join(format!("lib{name}.so")).exists()),
+    }
+}
+
+fn main() {
+    for var in ["ROCM_PATH", "CANDLE_ROCM_LINK_ROCBLAS", "CANDLE_ROCM_LINK_ROCRAND"] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rustc-check-cfg=cfg(candle_rocm_rocblas)");
+    println!("cargo:rustc-check-cfg=cfg(candle_rocm_rocrand)");
+    let dirs = search_dirs();
+    // Only the ROCm prefixes are added to the search path; system dirs are searched anyway.
+    for d in dirs.iter().filter(|d| !d.starts_with("/usr")) {
+        println!("cargo:rustc-link-search=native={}", d.display());
+    }
+    println!("cargo:rustc-link-lib=dylib=amdhip64");
+    for (lib, env, cfg) in [
+        ("rocblas", "CANDLE_ROCM_LINK_ROCBLAS", "candle_rocm_rocblas"),
+        ("rocrand", "CANDLE_ROCM_LINK_ROCRAND", "candle_rocm_rocrand"),
+    ] {
+        if wanted(lib, env, &dirs) {
+            println!("cargo:rustc-link-lib=dylib={lib}");
+            println!("cargo:rustc-cfg={cfg}");
+        } else {
+            println!("cargo:warning={lib} not found (set {env}=1 to force): its calls will return a 'not linked' error");
+        }
+    }
+}

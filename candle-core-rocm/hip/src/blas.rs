@@ -1,0 +1,291 @@
+//! rocBLAS with the shapes of `cudarc::cublas`: [`RocBlas`], the [`Gemm`] trait and
+//! the raw [`result::gemm_strided_batched_ex`].
+//!
+//! rocBLAS is linked only when `build.rs` finds it (cfg `candle_rocm_rocblas`);
+//! otherwise every call fails with [`result::ROCBLAS_STATUS_NOT_LINKED`].
+#![allow(clippy::too_many_arguments)]
+use crate::driver::{DevicePtr, DevicePtrMut, HipStream};
+use std::ffi::{c_int, c_longlong, c_void};
+use std::sync::Arc;
+
+/// rocBLAS C types and enums, under their C names.
+#[allow(non_camel_case_types)]
+pub mod sys {
+    use super::c_void;
+    use crate::driver::sys::CUstream;
+    /// Opaque `rocblas_handle`.
+    pub type rocblas_handle = *mut c_void;
+    pub type rocblas_int = i32;
+    pub type rocblas_stride = i64;
+    pub type rocblas_status = u32;
+
+    /// `rocblas_operation`.
+    #[repr(u32)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum rocblas_operation {
+        rocblas_operation_none = 111,
+        rocblas_operation_transpose = 112,
+        rocblas_operation_conjugate_transpose = 113,
+    }
+
+    /// `rocblas_datatype` (the real types used by candle; also the compute type of
+    /// the `_ex` functions).
+    #[repr(u32)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum rocblas_datatype {
+        rocblas_datatype_f16_r = 150,
+        rocblas_datatype_f32_r = 151,
+        rocblas_datatype_f64_r = 152,
+        rocblas_datatype_i8_r = 160,
+        rocblas_datatype_u8_r = 161,
+        rocblas_datatype_i32_r = 162,
+        rocblas_datatype_u32_r = 163,
+        rocblas_datatype_bf16_r = 168,
+        rocblas_datatype_f8_r = 170,
+        rocblas_datatype_bf8_r = 171,
+    }
+
+    /// Operand element types, under the renamed name of cuBLAS's `cudaDataType_t`
+    /// (`CUDA_R_32F` → `ROCM_R_32F`, ...). The values are the matching
+    /// `rocblas_datatype` values, which is what rocBLAS takes for operands.
+    #[repr(u32)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum rocmDataType_t {
+        ROCM_R_16F = 150,
+        ROCM_R_32F = 151,
+        ROCM_R_64F = 152,
+        ROCM_R_8I = 160,
+        ROCM_R_8U = 161,
+        ROCM_R_32I = 162,
+        ROCM_R_32U = 163,
+        ROCM_R_16BF = 168,
+    }
+
+    /// `rocblas_gemm_algo`.
+    #[repr(u32)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum rocblas_gemm_algo {
+        rocblas_gemm_algo_standard = 0,
+        rocblas_gemm_algo_solution_index = 1,
+    }
+
+    unlinked_ffi! { candle_rocm_rocblas, super::result::ROCBLAS_STATUS_NOT_LINKED;
+        pub fn rocblas_create_handle(handle: *mut rocblas_handle) -> rocblas_status;
+        pub fn rocblas_destroy_handle(handle: rocblas_handle) -> rocblas_status;
+        pub fn rocblas_set_stream(handle: rocblas_handle, stream: CUstream) -> rocblas_status;
+        pub fn rocblas_gemm_strided_batched_ex(handle: rocblas_handle, trans_a: u32, trans_b: u32,
+            m: rocblas_int, n: rocblas_int, k: rocblas_int, alpha: *const c_void,
+            a: *const c_void, a_type: u32, lda: rocblas_int, stride_a: rocblas_stride,
+            b: *const c_void, b_type: u32, ldb: rocblas_int, stride_b: rocblas_stride,
+            beta: *const c_void,
+            c: *const c_void, c_type: u32, ldc: rocblas_int, stride_c: rocblas_stride,
+            d: *mut c_void, d_type: u32, ldd: rocblas_int, stride_d: rocblas_stride,
+            batch_count: rocblas_int, compute_type: u32, algo: u32,
+            solution_index: i32, flags: u32) -> rocblas_status;
+    }
+}
+
+/// Status checking and thin wrappers over the rocBLAS C functions.
+pub mod result {
+    use super::*;
+
+    /// Returned by every call when rocBLAS was not linked at build time (not a
+    /// rocBLAS status value).
+    pub const ROCBLAS_STATUS_NOT_LINKED: sys::rocblas_status = 0xFFFF_0001;
+
+    /// A rocBLAS status other than `rocblas_status_success`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct RocblasError(pub sys::rocblas_status);
+
+    /// Status names without their `rocblas_status_` prefix, indexed by value.
+    const NAMES: [&str; 16] = [
+        "success", "invalid_handle", "not_implemented", "invalid_pointer", "invalid_size",
+        "memory_error", "internal_error", "perf_degraded", "size_query_mismatch", "size_increased",
+        "size_unchanged", "invalid_value", "continue", "check_numerics_fail", "excluded_from_build",
+        "arch_mismatch",
+    ];
+
+    impl RocblasError {
+        /// The C enum name of the status (`rocblas_status_...`).
+        pub fn name(&self) -> String {
+            match self.0 {
+                ROCBLAS_STATUS_NOT_LINKED => "rocblas_library_not_linked".into(),
+                s => format!("rocblas_status_{}", NAMES.get(s as usize).unwrap_or(&"unknown")),
+            }
+        }
+    }
+
+    impl std::fmt::Display for RocblasError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "rocBLAS error {} ({})", self.name(), self.0)?;
+            if self.0 == ROCBLAS_STATUS_NOT_LINKED {
+                write!(f, ": rocBLAS was not found when building candle-rocm-hip (set CANDLE_ROCM_LINK_ROCBLAS=1 or ROCM_PATH)")?;
+            }
+            Ok(())
+        }
+    }
+    impl std::error::Error for RocblasError {}
+
+    pub fn check(status: sys::rocblas_status) -> Result<(), RocblasError> {
+        if status == 0 { Ok(()) } else { Err(RocblasError(status)) }
+    }
+
+    pub fn create_handle() -> Result<sys::rocblas_handle, RocblasError> {
+        let mut handle = std::ptr::null_mut();
+        check(unsafe { sys::rocblas_create_handle(&mut handle) })?;
+        Ok(handle)
+    }
+    /// # Safety
+    /// `handle` must come from [`create_handle`] and not be used afterwards.
+    pub unsafe fn destroy_handle(handle: sys::rocblas_handle) -> Result<(), RocblasError> {
+        check(sys::rocblas_destroy_handle(handle))
+    }
+    /// # Safety
+    /// `handle` and `stream` must be valid.
+    pub unsafe fn set_stream(handle: sys::rocblas_handle, stream: crate::driver::sys::CUstream) -> Result<(), RocblasError> {
+        check(sys::rocblas_set_stream(handle, stream))
+    }
+
+    /// `rocblas_gemm_strided_batched_ex` with `C` updated in place (`D = C`).
+    ///
+    /// # Safety
+    /// Pointers must be valid device memory holding `batch_count` matrices of the
+    /// given types at the given element strides; `alpha` and `beta` are host
+    /// pointers of the compute type.
+    pub unsafe fn gemm_strided_batched_ex(
+        handle: sys::rocblas_handle, transa: sys::rocblas_operation, transb: sys::rocblas_operation,
+        m: c_int, n: c_int, k: c_int, alpha: *const c_void,
+        a: *const c_void, a_type: sys::rocmDataType_t, lda: c_int, stride_a: c_longlong,
+        b: *const c_void, b_type: sys::rocmDataType_t, ldb: c_int, stride_b: c_longlong,
+        beta: *const c_void,
+        c: *mut c_void, c_type: sys::rocmDataType_t, ldc: c_int, stride_c: c_longlong,
+        batch_count: c_int, compute_type: sys::rocblas_datatype, algo: sys::rocblas_gemm_algo,
+    ) -> Result<(), RocblasError> {
+        check(sys::rocblas_gemm_strided_batched_ex(
+            handle, transa as u32, transb as u32, m, n, k, alpha,
+            a, a_type as u32, lda, stride_a, b, b_type as u32, ldb, stride_b, beta,
+            c, c_type as u32, ldc, stride_c, c, c_type as u32, ldc, stride_c,
+            batch_count, compute_type as u32, algo as u32, 0, 0,
+        ))
+    }
+}
+
+use result::RocblasError;
+
+/// A rocBLAS handle bound to a stream (cudarc's `CudaBlas`).
+#[derive(Debug)]
+pub struct RocBlas {
+    handle: sys::rocblas_handle,
+    stream: Arc<HipStream>,
+}
+unsafe impl Send for RocBlas {}
+unsafe impl Sync for RocBlas {}
+
+impl RocBlas {
+    /// Creates a handle on the stream's device and binds it to `stream`.
+    pub fn new(stream: Arc<HipStream>) -> Result<Self, RocblasError> {
+        let ctx = stream.context();
+        ctx.record_err(ctx.bind_to_thread());
+        let handle = result::create_handle()?;
+        let blas = Self { handle, stream };
+        unsafe { result::set_stream(blas.handle, blas.stream.cu_stream()) }?;
+        Ok(blas)
+    }
+    pub fn handle(&self) -> &sys::rocblas_handle { &self.handle }
+    pub fn stream(&self) -> &Arc<HipStream> { &self.stream }
+    /// # Safety
+    /// Work queued on the previous stream is not ordered with later calls.
+    pub unsafe fn set_stream(&mut self, stream: Arc<HipStream>) -> Result<(), RocblasError> {
+        self.stream = stream;
+        result::set_stream(self.handle, self.stream.cu_stream())
+    }
+}
+
+/// Destroying the handle can only fail for an invalid handle, which this type never
+/// holds; the status is therefore not reported.
+impl Drop for RocBlas {
+    fn drop(&mut self) {
+        let handle = std::mem::replace(&mut self.handle, std::ptr::null_mut());
+        if !handle.is_null() {
+            let _ = unsafe { result::destroy_handle(handle) };
+        }
+    }
+}
+
+/// Parameters of a column-major GEMM `C = alpha op(A) op(B) + beta C`.
+#[derive(Debug, Copy, Clone)]
+pub struct GemmConfig<T> {
+    pub transa: sys::rocblas_operation,
+    pub transb: sys::rocblas_operation,
+    pub m: c_int,
+    pub n: c_int,
+    pub k: c_int,
+    pub alpha: T,
+    pub lda: c_int,
+    pub ldb: c_int,
+    pub beta: T,
+    pub ldc: c_int,
+}
+
+/// A [`GemmConfig`] repeated `batch_size` times at fixed element strides.
+#[derive(Debug, Copy, Clone)]
+pub struct StridedBatchedConfig<T> {
+    pub gemm: GemmConfig<T>,
+    pub batch_size: c_int,
+    pub stride_a: c_longlong,
+    pub stride_b: c_longlong,
+    pub stride_c: c_longlong,
+}
+
+/// GEMM for one element type (f32, f64: native compute; f16, bf16: f32 compute).
+/// Both methods go through `rocblas_gemm_strided_batched_ex` (`gemm` as a batch of one).
+pub trait Gemm<T> {
+    /// # Safety
+    /// The configuration must describe matrices that fit in `a`, `b` and `c`.
+    unsafe fn gemm<A: DevicePtr<T>, B: DevicePtr<T>, C: DevicePtrMut<T>>(
+        &self, cfg: GemmConfig<T>, a: &A, b: &B, c: &mut C,
+    ) -> Result<(), RocblasError>;
+    /// # Safety
+    /// As [`Gemm::gemm`], for every matrix of the batch.
+    unsafe fn gemm_strided_batched<A: DevicePtr<T>, B: DevicePtr<T>, C: DevicePtrMut<T>>(
+        &self, cfg: StridedBatchedConfig<T>, a: &A, b: &B, c: &mut C,
+    ) -> Result<(), RocblasError>;
+}
+
+macro_rules! impl_gemm {
+    ($t:ty, $dt:ident, $compute:ident, $scalar:ty, $conv:expr) => {
+        impl Gemm<$t> for RocBlas {
+            unsafe fn gemm<A: DevicePtr<$t>, B: DevicePtr<$t>, C: DevicePtrMut<$t>>(
+                &self, cfg: GemmConfig<$t>, a: &A, b: &B, c: &mut C,
+            ) -> Result<(), RocblasError> {
+                let cfg = StridedBatchedConfig { gemm: cfg, batch_size: 1, stride_a: 0, stride_b: 0, stride_c: 0 };
+                self.gemm_strided_batched(cfg, a, b, c)
+            }
+            unsafe fn gemm_strided_batched<A: DevicePtr<$t>, B: DevicePtr<$t>, C: DevicePtrMut<$t>>(
+                &self, cfg: StridedBatchedConfig<$t>, a: &A, b: &B, c: &mut C,
+            ) -> Result<(), RocblasError> {
+                let conv: fn($t) -> $scalar = $conv;
+                let (g, alpha, beta) = (cfg.gemm, conv(cfg.gemm.alpha), conv(cfg.gemm.beta));
+                let ctx = self.stream.context();
+                ctx.record_err(ctx.bind_to_thread());
+                let (a, _ra) = a.device_ptr(&self.stream);
+                let (b, _rb) = b.device_ptr(&self.stream);
+                let (c, _rc) = c.device_ptr_mut(&self.stream);
+                let dt = sys::rocmDataType_t::$dt;
+                result::gemm_strided_batched_ex(
+                    self.handle, g.transa, g.transb, g.m, g.n, g.k,
+                    &alpha as *const $scalar as *const c_void,
+                    a as *const c_void, dt, g.lda, cfg.stride_a,
+                    b as *const c_void, dt, g.ldb, cfg.stride_b,
+                    &beta as *const $scalar as *const c_void,
+                    c as *mut c_void, dt, g.ldc, cfg.stride_c, cfg.batch_size,
+                    sys::rocblas_datatype::$compute, sys::rocblas_gemm_algo::rocblas_gemm_algo_standard,
+                )
+            }
+        }
+    };
+}
+impl_gemm!(f32, ROCM_R_32F, rocblas_datatype_f32_r, f32, |x| x);
+impl_gemm!(f64, ROCM_R_64F, rocblas_datatype_f64_r, f64, |x| x);
+impl_gemm!(half::f16, ROCM_R_16F, rocblas_datatype_f32_r, f32, |x| x.to_f32());
+impl_gemm!(half::bf16, ROCM_R_16BF, rocblas_datatype_f32_r, f32, |x| x.to_f32());

@@ -1,0 +1,112 @@
+//! Code objects, modules and kernel functions (cudarc's `Ptx`, `CudaModule`,
+//! `CudaFunction`).
+use super::context::HipContext;
+use super::result::{check, HipError};
+use super::sys::{self, hip};
+use std::sync::Arc;
+
+/// A compiled AMDGPU code object (ELF) or offload bundle, as accepted by
+/// `hipModuleLoadData`. This takes the place of cudarc's `Ptx`.
+///
+/// A `&str`/`String` is taken as the raw image bytes (HIP cannot load source text;
+/// anything that is not an image is rejected by the runtime when loading).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeObject(std::borrow::Cow<'static, [u8]>);
+
+impl CodeObject {
+    /// Reads an image from a file (e.g. a `.hsaco` or `.co`).
+    pub fn from_file(path: impl AsRef<std::path::Path>) -> std::io::Result<Self> {
+        Ok(Self(std::fs::read(path)?.into()))
+    }
+    pub fn as_bytes(&self) -> &[u8] { &self.0 }
+}
+
+impl From<&'static [u8]> for CodeObject {
+    fn from(bytes: &'static [u8]) -> Self { Self(bytes.into()) }
+}
+impl From<Vec<u8>> for CodeObject {
+    fn from(bytes: Vec<u8>) -> Self { Self(bytes.into()) }
+}
+impl From<&str> for CodeObject {
+    fn from(s: &str) -> Self { Self(s.as_bytes().to_vec().into()) }
+}
+impl From<String> for CodeObject {
+    fn from(s: String) -> Self { Self(s.into_bytes().into()) }
+}
+
+/// Bytes of zero padding after the copied image: `hipModuleLoadData` takes no
+/// length, so a short non-image input must not make the runtime read past the end
+/// while it checks the magic numbers (ELF: 4 bytes, offload bundle: 24 bytes).
+const IMAGE_PADDING: usize = 64;
+
+/// A loaded module, unloaded on drop. Keeps an 8-byte aligned copy of the image
+/// alive for as long as the module.
+#[derive(Debug)]
+pub struct HipModule {
+    pub(crate) module: sys::CUmodule,
+    pub(crate) ctx: Arc<HipContext>,
+    pub(crate) _image: Box<[u64]>,
+}
+unsafe impl Send for HipModule {}
+unsafe impl Sync for HipModule {}
+
+impl Drop for HipModule {
+    fn drop(&mut self) {
+        self.ctx.record_err(self.ctx.bind_to_thread());
+        self.ctx.record_err(check(unsafe { hip::hipModuleUnload(self.module) }));
+    }
+}
+
+/// Copies `bytes` into a zero-padded, 8-byte aligned buffer.
+pub(crate) fn aligned_image(bytes: &[u8]) -> Box<[u64]> {
+    let mut words = vec![0u64; (bytes.len() + IMAGE_PADDING).div_ceil(8)];
+    for (word, chunk) in words.iter_mut().zip(bytes.chunks(8)) {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        *word = u64::from_ne_bytes(b);
+    }
+    words.into_boxed_slice()
+}
+
+impl HipContext {
+    /// Loads a code object. An empty input is rejected with `hipErrorInvalidImage`
+    /// without calling HIP; other invalid inputs get the runtime's error.
+    pub fn load_module(self: &Arc<Self>, image: CodeObject) -> Result<Arc<HipModule>, HipError> {
+        if image.0.is_empty() {
+            return Err(HipError(hip::hipError_t_hipErrorInvalidImage));
+        }
+        self.bind_to_thread()?;
+        let words = aligned_image(&image.0);
+        let mut module = std::ptr::null_mut();
+        check(unsafe { hip::hipModuleLoadData(&mut module, words.as_ptr() as *const _) })?;
+        Ok(Arc::new(HipModule { module, ctx: self.clone(), _image: words }))
+    }
+}
+
+/// A kernel of a loaded module.
+#[derive(Debug, Clone)]
+pub struct HipFunction {
+    pub(crate) function: sys::CUfunction,
+    pub(crate) module: Arc<HipModule>,
+}
+unsafe impl Send for HipFunction {}
+unsafe impl Sync for HipFunction {}
+
+impl HipModule {
+    /// Looks up a kernel by its (unmangled, `extern "C"`) name; a name containing a
+    /// NUL byte is `hipErrorInvalidValue`, a missing one `hipErrorNotFound`.
+    pub fn load_function(self: &Arc<Self>, fn_name: &str) -> Result<HipFunction, HipError> {
+        let name = std::ffi::CString::new(fn_name)
+            .map_err(|_| HipError(hip::hipError_t_hipErrorInvalidValue))?;
+        self.ctx.bind_to_thread()?;
+        let mut function = std::ptr::null_mut();
+        check(unsafe { hip::hipModuleGetFunction(&mut function, self.module, name.as_ptr()) })?;
+        Ok(HipFunction { function, module: self.clone() })
+    }
+    pub fn context(&self) -> &Arc<HipContext> { &self.ctx }
+}
+
+impl HipFunction {
+    pub fn cu_function(&self) -> sys::CUfunction { self.function }
+    pub fn module(&self) -> &Arc<HipModule> { &self.module }
+}

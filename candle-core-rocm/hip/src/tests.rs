@@ -1,0 +1,249 @@
+//! Unit tests. The ones at the top need no GPU (they exercise this crate's own
+//! logic on hand-built objects whose pointers are never given to HIP); the ones in
+//! `gpu` open device 0 and print "skipped: no HIP device" when the runtime reports
+//! `hipErrorNoDevice`.
+use crate::blas::result::{RocblasError, ROCBLAS_STATUS_NOT_LINKED};
+use crate::driver::sys::{self, hip};
+use crate::driver::*;
+use crate::rand::result::{RocrandError, ROCRAND_STATUS_NOT_LINKED};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize};
+use std::sync::Arc;
+
+/// A context/stream pair that never reaches HIP: null stream, no events.
+fn fake_stream() -> Arc<HipStream> {
+    let ctx = Arc::new(HipContext {
+        device: 0,
+        ordinal: 0,
+        has_async_alloc: false,
+        num_streams: AtomicUsize::new(0),
+        event_tracking: AtomicBool::new(true),
+        error_state: AtomicU32::new(0),
+    });
+    Arc::new(HipStream { stream: std::ptr::null_mut(), ctx })
+}
+
+/// A slice at device address 0, which `Drop` never frees.
+fn fake_slice<T>(len: usize, stream: &Arc<HipStream>) -> HipSlice<T> {
+    HipSlice { ptr: 0, len, read: None, write: None, stream: stream.clone(), marker: PhantomData }
+}
+
+#[test]
+fn launch_config_for_num_elems() {
+    let cases = [(0, 0), (1, 1), (1024, 1), (1025, 2), (4096, 4), (u32::MAX, 4_194_304)];
+    for (n, blocks) in cases {
+        let cfg = LaunchConfig::for_num_elems(n);
+        assert_eq!(cfg.grid_dim, (blocks, 1, 1), "n = {n}");
+        assert_eq!(cfg.block_dim, (1024, 1, 1));
+        assert_eq!(cfg.shared_mem_bytes, 0);
+        assert!(blocks as u64 * 1024 >= n as u64);
+    }
+}
+
+#[test]
+fn slicing_offsets_and_bounds() {
+    let stream = fake_stream();
+    let mut s = fake_slice::<f32>(10, &stream);
+    let v = s.slice(2..5);
+    assert_eq!((v.ptr, v.len()), (8, 3));
+    let vv = v.slice(1..);
+    assert_eq!((vv.ptr, vv.len(), vv.num_bytes()), (12, 2, 8));
+    assert_eq!(s.slice(..=9).len(), 10);
+    assert!(s.try_slice(5..11).is_none());
+    assert!(s.try_slice((std::ops::Bound::Included(6), std::ops::Bound::Excluded(5))).is_none());
+    assert!(s.try_slice(..=usize::MAX).is_none());
+    assert!(s.try_slice(10..).is_some_and(|v| v.is_empty()));
+    let m = s.slice_mut(4..);
+    assert_eq!((m.ptr, m.len(), m.as_view().slice(1..3).ptr), (16, 6, 20));
+    let t = unsafe { s.transmute::<u8>(40) }.map(|v| v.len());
+    assert_eq!(t, Some(40));
+    assert!(unsafe { s.transmute::<u8>(41) }.is_none());
+    assert_eq!(DeviceSlice::num_bytes(&s), 40);
+}
+
+#[test]
+#[should_panic(expected = "out of bounds")]
+fn slice_out_of_range_panics() {
+    let stream = fake_stream();
+    let s = fake_slice::<u8>(4, &stream);
+    let _ = s.slice(2..5);
+}
+
+#[test]
+fn kernel_arguments_point_at_values() {
+    let stream = fake_stream();
+    let module = Arc::new(HipModule {
+        module: std::ptr::null_mut(),
+        ctx: stream.ctx.clone(),
+        _image: Box::new([]),
+    });
+    let func = HipFunction { function: std::ptr::null_mut(), module };
+    let mut out = fake_slice::<f32>(8, &stream);
+    let inp = fake_slice::<f32>(8, &stream);
+    let view = inp.slice(3..);
+    let (n, h) = (7usize, half::f16::from_f32(1.5));
+    let mut b = stream.launch_builder(&func);
+    b.arg(&n).arg(&view).arg(&mut out).arg(&h).arg(&inp);
+    let read = |i: usize| unsafe { *(b.args[i] as *const u64) };
+    assert_eq!(b.args.len(), 5);
+    assert_eq!(read(0), 7);
+    assert_eq!(read(1), 12);
+    assert_eq!(read(2), 0);
+    assert_eq!(unsafe { *(b.args[3] as *const half::f16) }, h);
+    assert!(b.waits.is_empty() && b.records.is_empty(), "single stream: no event bookkeeping");
+    drop(b);
+    // The module was never loaded: do not let Drop unload it.
+    std::mem::forget(func);
+}
+
+#[test]
+fn copies_check_lengths_before_calling_hip() {
+    let stream = fake_stream();
+    let mut dst = fake_slice::<u32>(2, &stream);
+    let err = stream.memcpy_htod(&[1u32, 2, 3], &mut dst).unwrap_err();
+    assert_eq!(err, HipError(hip::hipError_t_hipErrorInvalidValue));
+    let mut host = [0u32; 1];
+    assert!(stream.memcpy_dtoh(&dst, &mut host[..]).is_err());
+    let src = fake_slice::<u32>(3, &stream);
+    assert!(stream.memcpy_dtod(&src, &mut dst).is_err());
+}
+
+#[test]
+fn error_formatting() {
+    let e = HipError(hip::hipError_t_hipErrorNoDevice);
+    assert_eq!(e.error_name(), "hipErrorNoDevice");
+    let shown = e.to_string();
+    assert!(shown.contains("hipErrorNoDevice") && shown.contains("(100)"), "{shown}");
+    assert!(format!("{e:?}").contains("100"));
+    assert_eq!(RocblasError(4).name(), "rocblas_status_invalid_size");
+    assert_eq!(RocblasError(99).name(), "rocblas_status_unknown");
+    assert!(RocblasError(ROCBLAS_STATUS_NOT_LINKED).to_string().contains("CANDLE_ROCM_LINK_ROCBLAS"));
+    assert_eq!(RocrandError(105).name(), "ROCRAND_STATUS_LENGTH_NOT_MULTIPLE");
+    assert_eq!(RocrandError(7).name(), "ROCRAND_STATUS_UNKNOWN");
+    assert!(RocrandError(ROCRAND_STATUS_NOT_LINKED).to_string().contains("not found"));
+    let c = crate::rtc::HipCompileError { status: 6, log: "x.hip:1: error".into() };
+    assert_eq!(c.to_string(), "hipRTC compilation failed (status 6):\nx.hip:1: error");
+    let boxed: [Box<dyn std::error::Error + Send + Sync>; 4] =
+        [Box::new(e), Box::new(RocblasError(1)), Box::new(RocrandError(101)), Box::new(c)];
+    assert!(boxed.iter().all(|e| !e.to_string().is_empty()));
+}
+
+#[test]
+fn code_object_images() {
+    let a: CodeObject = (b"\x7fELF" as &'static [u8]).into();
+    assert_eq!(a.as_bytes(), b"\x7fELF");
+    assert_eq!(CodeObject::from("abc"), CodeObject::from(String::from("abc")));
+    assert_eq!(CodeObject::from(vec![1u8, 2]).as_bytes(), &[1, 2]);
+    let bytes: Vec<u8> = (1..=13).collect();
+    let img = crate::driver::module_image_for_tests(&bytes);
+    assert_eq!(img.as_ptr() as usize % 8, 0);
+    let flat: Vec<u8> = img.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    assert_eq!(&flat[..13], &bytes[..]);
+    assert!(flat.len() >= 13 + 64 && flat[13..].iter().all(|&b| b == 0));
+}
+
+#[test]
+fn capture_status_mapping() {
+    use sys::CUstreamCaptureStatus as S;
+    assert_eq!(S::from_raw(hip::hipStreamCaptureStatus_hipStreamCaptureStatusNone), S::CU_STREAM_CAPTURE_STATUS_NONE);
+    assert_eq!(S::from_raw(hip::hipStreamCaptureStatus_hipStreamCaptureStatusActive), S::CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    assert_eq!(S::from_raw(hip::hipStreamCaptureStatus_hipStreamCaptureStatusInvalidated), S::CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+}
+
+#[cfg(not(candle_rocm_rocblas))]
+#[test]
+fn unlinked_rocblas_reports_not_linked() {
+    let err = crate::blas::RocBlas::new(fake_stream()).unwrap_err();
+    assert_eq!(err, RocblasError(ROCBLAS_STATUS_NOT_LINKED));
+}
+
+#[cfg(not(candle_rocm_rocrand))]
+#[test]
+fn unlinked_rocrand_reports_not_linked() {
+    let err = crate::rand::HipRng::new(1, fake_stream()).unwrap_err();
+    assert_eq!(err, RocrandError(ROCRAND_STATUS_NOT_LINKED));
+}
+
+mod gpu {
+    use super::*;
+
+    /// Device 0, or `None` (after saying so) when the runtime reports no device.
+    fn device() -> Option<Arc<HipContext>> {
+        match HipContext::new(0) {
+            Ok(ctx) => Some(ctx),
+            Err(e) if e.0 == hip::hipError_t_hipErrorNoDevice => {
+                println!("skipped: no HIP device ({e})");
+                None
+            }
+            Err(e) => panic!("HIP runtime failed: {e}"),
+        }
+    }
+
+    #[test]
+    fn memory_round_trips() {
+        let Some(ctx) = device() else { return };
+        for stream in [ctx.default_stream(), ctx.per_thread_stream(), ctx.new_stream().unwrap()] {
+            let host: Vec<u32> = (0..1000).collect();
+            let mut dev = stream.clone_htod(&host).unwrap();
+            assert_eq!(stream.clone_dtoh(&dev).unwrap(), host);
+            let zeros = stream.alloc_zeros::<u32>(10).unwrap();
+            stream.memcpy_dtod(&zeros, &mut dev.slice_mut(100..110)).unwrap();
+            let back = stream.clone_dtoh(&dev.slice(95..115)).unwrap();
+            assert_eq!(&back[..5], &[95, 96, 97, 98, 99]);
+            assert!(back[5..15].iter().all(|&x| x == 0));
+            assert_eq!(back[15], 110);
+            let copy = dev.try_clone().unwrap();
+            let mut out = [0u32; 3];
+            stream.memcpy_dtoh(&copy.slice(997..), &mut out[..]).unwrap();
+            assert_eq!(out, [997, 998, 999]);
+            assert_eq!(stream.capture_status().unwrap(), sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
+            stream.synchronize().unwrap();
+        }
+        ctx.check_err().unwrap();
+    }
+
+    #[test]
+    fn bad_images_are_runtime_errors() {
+        let Some(ctx) = device() else { return };
+        let empty = ctx.load_module(Vec::new().into()).unwrap_err();
+        assert_eq!(empty.0, hip::hipError_t_hipErrorInvalidImage);
+        let err = ctx.load_module("not a code object".into()).unwrap_err();
+        println!("garbage image: {err}");
+    }
+
+    #[test]
+    fn device_attributes() {
+        let Some(ctx) = device() else { return };
+        let warp = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE).unwrap();
+        assert!(warp == 32 || warp == 64, "warp size {warp}");
+        println!("{}: warp {warp}", ctx.name().unwrap());
+    }
+
+    #[cfg(candle_rocm_rocblas)]
+    #[test]
+    fn gemm_f32() {
+        use crate::blas::{sys::rocblas_operation::rocblas_operation_none as N, Gemm, GemmConfig};
+        let Some(ctx) = device() else { return };
+        let stream = ctx.default_stream();
+        let blas = crate::blas::RocBlas::new(stream.clone()).unwrap();
+        // Column-major 2x2: A = [1 3; 2 4], B = I  =>  C = A.
+        let a = stream.clone_htod(&[1f32, 2., 3., 4.]).unwrap();
+        let b = stream.clone_htod(&[1f32, 0., 0., 1.]).unwrap();
+        let mut c = stream.alloc_zeros::<f32>(4).unwrap();
+        let cfg = GemmConfig { transa: N, transb: N, m: 2, n: 2, k: 2, alpha: 1f32, lda: 2, ldb: 2, beta: 0., ldc: 2 };
+        unsafe { blas.gemm(cfg, &a, &b, &mut c) }.unwrap();
+        assert_eq!(stream.clone_dtoh(&c).unwrap(), vec![1., 2., 3., 4.]);
+    }
+
+    #[cfg(candle_rocm_rocrand)]
+    #[test]
+    fn uniform_in_range() {
+        let Some(ctx) = device() else { return };
+        let stream = ctx.default_stream();
+        let rng = crate::rand::HipRng::new(42, stream.clone()).unwrap();
+        let mut data = stream.alloc_zeros::<f32>(1024).unwrap();
+        rng.fill_with_uniform(&mut data).unwrap();
+        let v = stream.clone_dtoh(&data).unwrap();
+        assert!(v.iter().all(|&x| x > 0. && x <= 1.));
+    }
+}
