@@ -2,6 +2,9 @@
 # The project's test command (README; CI runs it through .ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the generated packages and the scratch project are workspaces of their own:
+# one target directory for all of them shares their dependencies
+gen_target="$PWD/target/generated"
 
 echo "== generated/ is what the pinned release gives"
 cargo xtask regen --check
@@ -15,9 +18,23 @@ cargo xtask regen --out "$tmp/b" >/dev/null
 diff -r "$tmp/a" "$tmp/b"
 echo "two regen runs: byte-identical trees"
 
-echo "== another release translates and compiles (the translator is not tuned to one release)"
+echo "== candle-core's and candle-nn's own test suites, on the CPU, against the generated crates"
+cargo test --manifest-path generated/candle-core/Cargo.toml --target-dir "$gen_target"
+cargo test --manifest-path generated/candle-nn/Cargo.toml --target-dir "$gen_target"
+
+echo "== the ROCm backend type-checks against the HIP layer; its build compiles the kernels for gfx90a + gfx1030"
+export CANDLE_ROCM_ARCHS=gfx90a,gfx1030
+cargo check --manifest-path generated/candle-core/Cargo.toml --features rocm --tests --target-dir "$gen_target"
+cargo check --manifest-path generated/candle-nn/Cargo.toml --features rocm --tests --target-dir "$gen_target"
+
+echo "== a user's project: candle-nn and candle-transformers from crates.io, candle-core/candle-nn patched to generated/"
+cargo run --manifest-path tests/scratch-rocm/Cargo.toml --target-dir "$gen_target"
+cargo check --manifest-path tests/scratch-rocm/Cargo.toml --features rocm --target-dir "$gen_target"
+
+echo "== another release translates, its kernels compile and its backend type-checks (the translator is not tuned to one release)"
 cargo xtask regen --candle-version 0.10.2 --out "$tmp/v0.10.2"
-cargo xtask build-kernels --kernels "$tmp/v0.10.2/kernels" --out "$tmp/v0.10.2-build" --no-parity
+CANDLE_ROCM_KERNELS_DIR="$tmp/v0.10.2/kernels" cargo check --manifest-path "$tmp/v0.10.2/candle-core/Cargo.toml" --features rocm --target-dir "$gen_target"
+unset CANDLE_ROCM_ARCHS
 
 echo "== unit, golden, CLI, AMD compile and kernel parity tests"
 cargo test --workspace -- --nocapture

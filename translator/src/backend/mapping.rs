@@ -102,6 +102,13 @@ pub const FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
     ("candle/cuda", "candle/rocm"),
 ];
 
+/// Dependencies of the `cuda` features that the ROCm feature goes without,
+/// and why (listed as gaps).
+pub const UNMIRRORABLE_FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
+    ("candle-ug?/cuda", "ug's CUDA backend compiles its kernels at run time with NVRTC; ug has no ROCm backend, so custom ug kernels stay CPU/CUDA/Metal-only"),
+    ("ug-cuda", "ug's CUDA backend compiles its kernels at run time with NVRTC; ug has no ROCm backend"),
+];
+
 /// The hand-written crates the ROCm feature adds, as (package, path relative
 /// to the repository root).
 pub const ROCM_CRATES: &[(&str, &str)] = &[("candle-rocm-hip", "candle-core-rocm/hip"), ("candle-rocm-kernels", "candle-core-rocm/kernels")];

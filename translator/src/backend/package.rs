@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use super::mapping::{FEATURE_DEPENDENCIES, UNMIRRORABLE_FEATURES};
+use super::mapping::{FEATURE_DEPENDENCIES, UNMIRRORABLE_FEATURES, UNMIRRORABLE_FEATURE_DEPENDENCIES};
 use super::twins::is_cuda_ident;
 use super::{rules, Gap};
 use crate::TranslateError;
@@ -65,6 +65,9 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
                 let mapped = if let Some((_, to)) = FEATURE_DEPENDENCIES.iter().find(|(from, _)| *from == v) {
                     to.to_string()
                 } else if UNMIRRORABLE_FEATURES.iter().any(|(f, _)| *f == v) {
+                    continue;
+                } else if let Some((_, reason)) = UNMIRRORABLE_FEATURE_DEPENDENCIES.iter().find(|(d, _)| *d == v) {
+                    gaps.push(Gap::new(file, 0, &format!("feature `{name}` = \"{v}\""), v, reason));
                     continue;
                 } else if is_cuda_ident(v) && features_contains(&table_features(manifest), v) {
                     rules::rename(v).0
