@@ -1,1 +1,102 @@
-//! Placeholder
+//! Candle's GPU kernels for AMD GPUs: the ROCm twin of `candle-kernels`.
+//!
+//! The build script compiles the HIP translation of candle-kernels
+//! (`generated/kernels`, written by `cargo xtask regen`) with hipcc. Each
+//! code-object unit (`affine.hip`, …) becomes a clang offload bundle with one
+//! image per arch, embedded here and loaded at run time like candle-kernels'
+//! PTX: [`Module::code_object`] replaces `Module::ptx`. The units upstream links
+//! as a static library (listed in `generated/MANIFEST.toml`, `[kernels]
+//! static_library`: MoE, MMVQ and MMQ GGUF kernels) become host objects in a
+//! static library, called through the launchers in [`ffi`]. [`Id`], [`ALL_IDS`]
+//! and the module constants are generated from the file list, with the names
+//! candle-kernels uses (`affine.hip` → `Id::Affine`, [`AFFINE`]).
+//!
+//! # Environment
+//!
+//! * `CANDLE_ROCM_ARCHS`: comma list of offload arches or target IDs to
+//!   compile for (`gfx90a,gfx1100`, `gfx90a:xnack+`).
+//! * `CANDLE_ROCM_KERNELS_DIR`: the kernel sources (default
+//!   `../../generated/kernels` from this crate; relative paths are taken from
+//!   this crate's directory). `MANIFEST.toml` is read from its parent.
+//! * `ROCM_PATH`, `HIP_PATH`: where hipcc is looked for after `PATH`
+//!   (then `/opt/rocm/bin/hipcc`).
+//! * `AR`: the archiver for the static library (else `ar`, else `llvm-ar`).
+//!
+//! # Arches
+//!
+//! `CANDLE_ROCM_ARCHS` if set; else the GPUs `rocm_agent_enumerator` or
+//! `amdgpu-arch` report; else the default list `gfx90a` (CDNA2: MI200),
+//! `gfx942` (CDNA3: MI300), `gfx1030` (RDNA2: RX 6000, W6800) and `gfx1100`
+//! (RDNA3: RX 7900), which covers both wavefront sizes (64 on CDNA, 32 on
+//! RDNA) and the data-center and desktop parts ROCm supports; arches the
+//! found hipcc cannot target are left out with a warning (Debian's HIP 5.2.3
+//! knows gfx90a and gfx1030 only). A detected arch is not re-detected until
+//! the kernels, the manifest or an env var above change: set
+//! `CANDLE_ROCM_ARCHS` when building for another machine.
+//!
+//! Building needs hipcc (the HIP SDK); only the `rocm` feature of candle-core
+//! depends on this crate.
+
+/// The bundled code object of each module (`code_objects::AFFINE`, …).
+mod code_objects {
+    include!(concat!(env!("OUT_DIR"), "/code_objects.rs"));
+}
+
+/// A kernel module: its position in [`ALL_IDS`] and its code object.
+#[derive(Debug, Clone, Copy)]
+pub struct Module {
+    index: usize,
+    code_object: &'static [u8],
+}
+
+impl Module {
+    /// The position of this module's [`Id`] in [`ALL_IDS`].
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// A clang offload bundle (`__CLANG_OFFLOAD_BUNDLE__`) with one code
+    /// object per compiled arch, for `hipModuleLoadData`.
+    pub fn code_object(&self) -> &'static [u8] {
+        self.code_object
+    }
+}
+
+include!(concat!(env!("OUT_DIR"), "/modules.rs"));
+
+/// The `extern "C"` launchers of the static-library kernels (MoE, GGUF MMVQ/MMQ).
+pub mod ffi {
+    include!(concat!(env!("OUT_DIR"), "/ffi.rs"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_in_order() {
+        for (i, id) in ALL_IDS.iter().enumerate() {
+            assert_eq!(*id as usize, i, "{id:?}");
+        }
+        assert_eq!(AFFINE.index(), Id::Affine as usize);
+        assert_eq!(UNARY.index(), Id::Unary as usize);
+    }
+
+    #[test]
+    fn every_module_is_an_offload_bundle() {
+        let modules = [AFFINE, BINARY, CAST, CONV, FILL, INDEXING, QUANTIZED, REDUCE, SORT, TERNARY, UNARY];
+        assert_eq!(modules.len(), ALL_IDS.len());
+        for (i, m) in modules.iter().enumerate() {
+            assert_eq!(m.index(), i);
+            let co = m.code_object();
+            assert!(co.len() > 4096 && co.starts_with(b"__CLANG_OFFLOAD_BUNDLE__"), "{:?}: {} bytes", ALL_IDS[i], co.len());
+            assert_eq!(co.as_ptr() as usize % 4096, 0, "{:?} is not page-aligned", ALL_IDS[i]);
+            for arch in ARCHES {
+                let entry = format!("hipv4-amdgcn-amd-amdhsa--{arch}");
+                assert!(co.windows(entry.len()).any(|w| w == entry.as_bytes()), "{:?} has no {entry} image", ALL_IDS[i]);
+            }
+        }
+        let fill = FILL.code_object();
+        assert!(fill.windows(8).any(|w| w == b"fill_f32"), "no fill_f32 kernel in FILL");
+    }
+}
