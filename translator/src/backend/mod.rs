@@ -15,6 +15,7 @@
 //! of what has no ROCm counterpart ([`cfg`]), and printed with `prettyplease`.
 
 pub mod cfg;
+pub mod device_tests;
 pub mod mapping;
 pub mod package;
 pub mod rules;
@@ -112,6 +113,10 @@ pub fn mirror_file(file: &str, label: &str, source: &str) -> Result<MirroredFile
     let mut rewritten: syn::File = syn::parse2(tokens).map_err(|e| TranslateError::unsupported(file, 0, "mirrored Rust source", format!("does not parse after the rules ran: {e}")))?;
     let mut gaps = Vec::new();
     Pruner { file, gaps: &mut gaps }.visit_file_mut(&mut rewritten);
+    let skips = device_tests::add_to_tests(&mut rewritten, &syn::parse_quote!(crate));
+    if skips > 0 {
+        *counts.entry("device-tests-skip").or_default() += skips;
+    }
     let unmapped = rules::unmapped_identifiers(&rewritten);
     let text = format!("{}{}", provenance(label, "mirrored"), print(&mut rewritten));
     Ok(MirroredFile { text, unmapped, rule_counts: counts, gaps })
@@ -123,7 +128,8 @@ pub fn twin_file(file: &str, label: &str, source: &str) -> Result<MirroredFile, 
     let mut parsed = parse(file, source)?;
     let mut counts = BTreeMap::new();
     let mut gaps = Vec::new();
-    let mut pass = twins::TwinPass { file, counts: &mut counts, gaps: &mut gaps, error: None };
+    let krate = device_tests::candle_core_path(&parsed);
+    let mut pass = twins::TwinPass { file, counts: &mut counts, gaps: &mut gaps, error: None, krate };
     pass.visit_file_mut(&mut parsed);
     if let Some(e) = pass.error {
         return Err(e);

@@ -71,6 +71,8 @@ pub struct TwinPass<'a> {
     pub counts: &'a mut BTreeMap<&'static str, usize>,
     pub gaps: &'a mut Vec<Gap>,
     pub error: Option<TranslateError>,
+    /// How this file reaches candle-core (for rule `device-tests-skip`).
+    pub krate: syn::Path,
 }
 
 trait Twinnable: Sized + ToTokens {
@@ -370,7 +372,7 @@ impl TwinPass<'_> {
 
     /// The ROCm twin of `node`, or `None` when it is left out (a gap) or
     /// does not parse (an error).
-    fn twin<T: Twinnable>(&mut self, node: &T) -> Option<T> {
+    fn twin<T: Twinnable + 'static>(&mut self, node: &T) -> Option<T> {
         let tokens = rules::rewrite(node.to_token_stream(), self.counts);
         let mut twin = match T::parse_twin(tokens) {
             Ok(t) => t,
@@ -388,11 +390,16 @@ impl TwinPass<'_> {
         }
         let mut pruner = super::Pruner { file: self.file, gaps: self.gaps };
         twin.prune(&mut pruner);
+        if let Some(Item::Fn(f)) = (&mut twin as &mut dyn std::any::Any).downcast_mut::<Item>() {
+            if super::device_tests::add_to_test_fn(f, &self.krate) {
+                *self.counts.entry("device-tests-skip").or_default() += 1;
+            }
+        }
         *self.counts.entry("twins").or_default() += 1;
         Some(twin)
     }
 
-    fn twin_list<T: Twinnable>(&mut self, list: Vec<T>, mut specific: impl FnMut(&mut T) -> bool, mut recurse: impl FnMut(&mut Self, &mut T)) -> Vec<T> {
+    fn twin_list<T: Twinnable + 'static>(&mut self, list: Vec<T>, mut specific: impl FnMut(&mut T) -> bool, mut recurse: impl FnMut(&mut Self, &mut T)) -> Vec<T> {
         let mut out = Vec::with_capacity(list.len());
         for mut node in list {
             if specific(&mut node) {
