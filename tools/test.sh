@@ -18,13 +18,13 @@ cargo xtask regen --out "$tmp/b" >/dev/null
 diff -r "$tmp/a" "$tmp/b"
 echo "two regen runs: byte-identical trees"
 
-echo "== candle-core's and candle-nn's own test suites, on the CPU, against the generated crates"
-cargo test --manifest-path generated/candle-core/Cargo.toml --target-dir "$gen_target"
+echo "== candle-nn's own test suite on the CPU, against the generated crates (default features)"
 cargo test --manifest-path generated/candle-nn/Cargo.toml --target-dir "$gen_target"
 
-echo "== the ROCm backend type-checks against the HIP layer; its build compiles the kernels for gfx90a + gfx1030"
+echo "== candle-core with feature rocm: the kernels compile for gfx90a + gfx1030 in its build, the backend type-checks"
+echo "   against the HIP layer, and candle-core's own suite passes on the CPU (each ROCm variant says it skipped: no device here)"
 export CANDLE_ROCM_ARCHS=gfx90a,gfx1030
-cargo check --manifest-path generated/candle-core/Cargo.toml --features rocm --tests --target-dir "$gen_target"
+RUST_BACKTRACE=0 cargo test --manifest-path generated/candle-core/Cargo.toml --features rocm --target-dir "$gen_target"
 cargo check --manifest-path generated/candle-nn/Cargo.toml --features rocm --tests --target-dir "$gen_target"
 
 echo "== a user's project: candle-nn and candle-transformers from crates.io, candle-core/candle-nn patched to generated/, feature rocm"
