@@ -1,6 +1,7 @@
 //! Compiles the HIP translation of candle-kernels (`generated/kernels`) with hipcc:
 //! code-object units into bundles embedded by `code_objects.rs`, static-library
-//! units (launchers called through `ffi`) into `libcandle_rocm_kernels_static.a`.
+//! units (launchers called through `ffi`) into `libcandle_rocm_kernels_static.a`,
+//! or, with `CANDLE_ROCM_LAUNCHERS=shared`, into `libcandle_rocm_launchers.so`.
 //! See the crate docs (src/lib.rs) for the environment variables.
 
 use std::path::{Path, PathBuf};
@@ -11,6 +12,28 @@ use hip_build::{CompileJob, Hipcc, OutputKind};
 /// CDNA2 (MI200), CDNA3 (MI300), RDNA2 (RX 6000), RDNA3 (RX 7000); filtered to what hipcc supports.
 const DEFAULT_ARCHES: &[&str] = &["gfx90a", "gfx942", "gfx1030", "gfx1100"];
 const STATIC_LIB: &str = "candle_rocm_kernels_static";
+/// The shared library of launchers (`CANDLE_ROCM_LAUNCHERS=shared`); its soname is `lib{SHARED_LIB}.so`.
+const SHARED_LIB: &str = "candle_rocm_launchers";
+
+/// How the static-library units (launchers) are linked: `CANDLE_ROCM_LAUNCHERS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Launchers {
+    /// Archived and linked statically (the default).
+    Static,
+    /// Linked into `lib{SHARED_LIB}.so`, which another build of the same sources
+    /// (the NVIDIA one, `hip-on-cuda/build-kernels.sh`) can replace at run time.
+    Shared,
+}
+
+fn launchers_from_env() -> Result<Launchers> {
+    match std::env::var("CANDLE_ROCM_LAUNCHERS").ok().as_deref() {
+        None | Some("") | Some("static") => Ok(Launchers::Static),
+        Some("shared") => Ok(Launchers::Shared),
+        Some(other) => Err(format!(
+            "CANDLE_ROCM_LAUNCHERS={other}: expected `static` (the default) or `shared`"
+        )),
+    }
+}
 
 type Result<T> = std::result::Result<T, String>;
 
@@ -22,15 +45,25 @@ fn main() {
 }
 
 fn env_path(var: &str) -> Result<PathBuf> {
-    std::env::var_os(var).map(PathBuf::from).ok_or_else(|| format!("cargo did not set {var}"))
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("cargo did not set {var}"))
 }
 
 fn run() -> Result<()> {
-    for var in ["CANDLE_ROCM_ARCHS", "CANDLE_ROCM_KERNELS_DIR", "ROCM_PATH", "HIP_PATH", "AR"] {
+    for var in [
+        "CANDLE_ROCM_ARCHS",
+        "CANDLE_ROCM_KERNELS_DIR",
+        "CANDLE_ROCM_LAUNCHERS",
+        "ROCM_PATH",
+        "HIP_PATH",
+        "AR",
+    ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     println!("cargo:rerun-if-changed=build.rs");
     let out_dir = env_path("OUT_DIR")?;
+    let launchers = launchers_from_env()?;
     let kernels_dir = match std::env::var_os("CANDLE_ROCM_KERNELS_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => env_path("CARGO_MANIFEST_DIR")?.join("../../generated/kernels"),
@@ -38,7 +71,10 @@ fn run() -> Result<()> {
     let kernels_dir = kernels_dir.canonicalize().map_err(|e| {
         format!("kernel sources not found at {}: {e}\nrun `cargo xtask regen`, or set CANDLE_ROCM_KERNELS_DIR to a generated/kernels directory", kernels_dir.display())
     })?;
-    let manifest = kernels_dir.parent().unwrap_or(&kernels_dir).join("MANIFEST.toml");
+    let manifest = kernels_dir
+        .parent()
+        .unwrap_or(&kernels_dir)
+        .join("MANIFEST.toml");
     watch(&kernels_dir)?;
     println!("cargo:rerun-if-changed={}", manifest.display());
     let static_library = static_library_patterns(&manifest)?;
@@ -56,49 +92,92 @@ fn run() -> Result<()> {
     let ffi_text = std::fs::read_to_string(&ffi).map_err(|e| format!("{}: {e}\nthe launcher declarations (`ffi.rs`, written by `cargo xtask regen`) are missing", ffi.display()))?;
     write(&out_dir.join("ffi.rs"), &ffi_text)?;
 
-    let jobs = hip_build::plan::kernel_jobs(&kernels_dir, &out_dir.join("hip"), &arches, &static_library)
-        .map_err(|e| format!("listing {}: {e}", kernels_dir.display()))?;
+    let jobs =
+        hip_build::plan::kernel_jobs(&kernels_dir, &out_dir.join("hip"), &arches, &static_library)
+            .map_err(|e| format!("listing {}: {e}", kernels_dir.display()))?;
     if jobs.is_empty() {
         return Err(format!("no .hip files under {}", kernels_dir.display()));
     }
     // Everything that changes every output: a new value recompiles all units.
-    let stamp = format!("hipcc={}\narches={}\nkernels={}\n", hipcc.path().display(), arches.join(","), kernels_dir.display());
+    let stamp = format!(
+        "hipcc={}\narches={}\nkernels={}\n",
+        hipcc.path().display(),
+        arches.join(","),
+        kernels_dir.display()
+    );
     let stamp_path = out_dir.join("build-stamp.txt");
     let stamp_ok = std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp);
-    let stale: Vec<CompileJob> = jobs.iter().filter(|j| !stamp_ok || !up_to_date(&j.output)).cloned().collect();
-    let threads = std::env::var("NUM_JOBS").ok().and_then(|n| n.parse().ok()).unwrap_or(0);
+    let stale: Vec<CompileJob> = jobs
+        .iter()
+        .filter(|j| !stamp_ok || !up_to_date(&j.output))
+        .cloned()
+        .collect();
+    let threads = std::env::var("NUM_JOBS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
     if !stamp_ok {
         let _ = std::fs::remove_file(&stamp_path);
     }
     let failures: Vec<String> = hip_build::compile_all(&hipcc, stale, threads)
         .into_iter()
-        .filter_map(|r| r.result.err().map(|e| format!("compiling {} for {}:\n{e}", r.job.source.display(), arches.join(","))))
+        .filter_map(|r| {
+            r.result.err().map(|e| {
+                format!(
+                    "compiling {} for {}:\n{e}",
+                    r.job.source.display(),
+                    arches.join(",")
+                )
+            })
+        })
         .collect();
     if !failures.is_empty() {
         return Err(failures.join("\n"));
     }
     write(&stamp_path, &stamp)?;
 
-    let (objects, modules): (Vec<&CompileJob>, Vec<&CompileJob>) = jobs.iter().partition(|j| j.kind == OutputKind::Object);
+    let (objects, modules): (Vec<&CompileJob>, Vec<&CompileJob>) =
+        jobs.iter().partition(|j| j.kind == OutputKind::Object);
     write_modules(&out_dir, &modules, &arches)?;
     if !objects.is_empty() {
-        archive(&hipcc, &out_dir, &objects)?;
         println!("cargo:rustc-link-search=native={}", out_dir.display());
-        println!("cargo:rustc-link-lib=static={STATIC_LIB}");
-        // The objects need only the HIP runtime (hipLaunchKernel, __hipRegisterFatBinary, …), not libstdc++:
-        // amdhip64 and its search path come from candle-rocm-hip.
+        match launchers {
+            Launchers::Static => {
+                archive(&hipcc, &out_dir, &objects)?;
+                println!("cargo:rustc-link-lib=static={STATIC_LIB}");
+                // The objects need only the HIP runtime (hipLaunchKernel, __hipRegisterFatBinary, …), not libstdc++:
+                // amdhip64 and its search path come from candle-rocm-hip.
+            }
+            Launchers::Shared => {
+                link_shared(&hipcc, &out_dir, &objects)?;
+                println!("cargo:rustc-link-lib=dylib={SHARED_LIB}");
+            }
+        }
     }
     Ok(())
 }
 
 /// `[kernels] static_library` of generated/MANIFEST.toml: upstream `.cu` patterns linked as a static library.
 fn static_library_patterns(manifest: &Path) -> Result<Vec<String>> {
-    let text = std::fs::read_to_string(manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
-    let value: toml::Value = text.parse().map_err(|e| format!("{}: not valid TOML: {e}", manifest.display()))?;
-    let missing = || format!("{}: no `static_library` key (a list of upstream .cu patterns) in its [kernels] table", manifest.display());
-    let list = value.get("kernels").and_then(|k| k.get("static_library")).ok_or_else(missing)?;
+    let text =
+        std::fs::read_to_string(manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let value: toml::Value = text
+        .parse()
+        .map_err(|e| format!("{}: not valid TOML: {e}", manifest.display()))?;
+    let missing = || {
+        format!(
+            "{}: no `static_library` key (a list of upstream .cu patterns) in its [kernels] table",
+            manifest.display()
+        )
+    };
+    let list = value
+        .get("kernels")
+        .and_then(|k| k.get("static_library"))
+        .ok_or_else(missing)?;
     let list = list.as_array().ok_or_else(missing)?;
-    list.iter().map(|p| p.as_str().map(str::to_string).ok_or_else(missing)).collect()
+    list.iter()
+        .map(|p| p.as_str().map(str::to_string).ok_or_else(missing))
+        .collect()
 }
 
 /// `cargo:rerun-if-changed` for every file and directory (new files) under `dir`.
@@ -123,25 +202,41 @@ fn choose_arches(hipcc: &Hipcc) -> Result<Vec<String>> {
     } else if let Some(a) = detect("rocm_agent_enumerator").or_else(|| detect("amdgpu-arch")) {
         (a, "the GPUs of this machine")
     } else {
-        let (ok, dropped): (Vec<String>, Vec<String>) = DEFAULT_ARCHES.iter().map(|a| a.to_string()).partition(|a| hipcc.check_arch(a).is_ok());
+        let (ok, dropped): (Vec<String>, Vec<String>) = DEFAULT_ARCHES
+            .iter()
+            .map(|a| a.to_string())
+            .partition(|a| hipcc.check_arch(a).is_ok());
         println!("cargo:warning=CANDLE_ROCM_ARCHS is not set and no AMD GPU was detected: compiling for the default arches {}", ok.join(","));
         if !dropped.is_empty() {
-            println!("cargo:warning={} left out: {} does not support them", dropped.join(","), hipcc.path().display());
+            println!(
+                "cargo:warning={} left out: {} does not support them",
+                dropped.join(","),
+                hipcc.path().display()
+            );
         }
         if ok.is_empty() {
-            return Err(format!("{} supports none of the default arches {}: set CANDLE_ROCM_ARCHS", hipcc.path().display(), DEFAULT_ARCHES.join(",")));
+            return Err(format!(
+                "{} supports none of the default arches {}: set CANDLE_ROCM_ARCHS",
+                hipcc.path().display(),
+                DEFAULT_ARCHES.join(",")
+            ));
         }
         return Ok(ok);
     };
     for arch in &arches {
-        hipcc.check_arch(arch).map_err(|e| format!("{e}\n(arch from {from}; set CANDLE_ROCM_ARCHS to arches this hipcc supports)"))?;
+        hipcc.check_arch(arch).map_err(|e| {
+            format!("{e}\n(arch from {from}; set CANDLE_ROCM_ARCHS to arches this hipcc supports)")
+        })?;
     }
     Ok(arches)
 }
 
 /// The distinct gfx arches a detection tool prints (gfx000, the CPU agent, dropped); None if it fails or finds none.
 fn detect(tool: &str) -> Option<Vec<String>> {
-    let out = Command::new(tool).stderr(std::process::Stdio::null()).output().ok()?;
+    let out = Command::new(tool)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
     let mut arches: Vec<String> = Vec::new();
     for arch in String::from_utf8_lossy(&out.stdout).split_whitespace() {
         if arch.starts_with("gfx") && arch != "gfx000" && !arches.iter().any(|a| a == arch) {
@@ -154,12 +249,19 @@ fn detect(tool: &str) -> Option<Vec<String>> {
 /// Whether `output` exists and is newer than everything in the depfile hip-build wrote beside it.
 fn up_to_date(output: &Path) -> bool {
     let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let Some(built) = mtime(output) else { return false };
+    let Some(built) = mtime(output) else {
+        return false;
+    };
     let mut depfile = output.as_os_str().to_owned();
     depfile.push(".d");
-    let Ok(rule) = std::fs::read_to_string(PathBuf::from(depfile)) else { return false };
+    let Ok(rule) = std::fs::read_to_string(PathBuf::from(depfile)) else {
+        return false;
+    };
     let deps = hip_build::deps::parse_make_deps(&rule);
-    !deps.is_empty() && deps.iter().all(|d| mtime(Path::new(d)).is_some_and(|t| t <= built))
+    !deps.is_empty()
+        && deps
+            .iter()
+            .all(|d| mtime(Path::new(d)).is_some_and(|t| t <= built))
 }
 
 /// `code_objects.rs` (one aligned `&[u8]` per module) and `modules.rs` (`Id`, `ALL_IDS`, `ARCHES`, the `Module` constants).
@@ -167,47 +269,119 @@ fn write_modules(out_dir: &Path, modules: &[&CompileJob], arches: &[String]) -> 
     let mut named: Vec<(String, String, &Path)> = modules
         .iter()
         .map(|j| {
-            let stem = j.source.file_stem().unwrap_or_default().to_string_lossy().into_owned();
-            let camel: String = stem.split('_').map(|w| w[..1.min(w.len())].to_uppercase() + &w[1.min(w.len())..]).collect();
+            let stem = j
+                .source
+                .file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let camel: String = stem
+                .split('_')
+                .map(|w| w[..1.min(w.len())].to_uppercase() + &w[1.min(w.len())..])
+                .collect();
             (stem.to_uppercase(), camel, j.output.as_path())
         })
         .collect();
     named.sort();
     if let Some(w) = named.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(format!("two code-object units are both named {}: {} and {}", w[0].0, w[0].2.display(), w[1].2.display()));
+        return Err(format!(
+            "two code-object units are both named {}: {} and {}",
+            w[0].0,
+            w[0].2.display(),
+            w[1].2.display()
+        ));
     }
     let mut code = String::from("// Generated by build.rs: the code object of each module, 4096-aligned so it can be loaded in place.\n");
     code.push_str("#[repr(C, align(4096))]\nstruct Aligned<T: ?Sized>(T);\n");
     let mut ids = String::from("/// One per kernel module (code-object unit), in [`ALL_IDS`] order.\n#[repr(u32)]\n#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]\npub enum Id {\n");
     let mut all = format!("/// Every [`Id`], in order: `ALL_IDS[m.index()]` is the id of module `m`.\npub const ALL_IDS: [Id; {}] = [\n", named.len());
+    let mut all_modules = format!(
+        "/// Every [`Module`], in [`ALL_IDS`] order.\npub const ALL_MODULES: [Module; {}] = [\n",
+        named.len()
+    );
     let mut consts = format!("/// The arches (target IDs) every code object has an image for.\npub const ARCHES: &[&str] = &{arches:?};\n");
     for (i, (upper, camel, output)) in named.iter().enumerate() {
-        code.push_str(&format!("pub const {upper}: &[u8] = &Aligned(*include_bytes!({:?})).0;\n", output.display().to_string()));
+        code.push_str(&format!(
+            "pub const {upper}: &[u8] = &Aligned(*include_bytes!({:?})).0;\n",
+            output.display().to_string()
+        ));
         ids.push_str(&format!("    {camel},\n"));
         all.push_str(&format!("    Id::{camel},\n"));
-        consts.push_str(&format!("pub const {upper}: Module = Module {{ index: {i}, code_object: code_objects::{upper} }};\n"));
+        all_modules.push_str(&format!("    {upper},\n"));
+        consts.push_str(&format!(
+            "pub const {upper}: Module = Module {{ index: {i}, name: {:?}, code_object: code_objects::{upper} }};\n",
+            upper.to_lowercase()
+        ));
     }
     write(&out_dir.join("code_objects.rs"), &code)?;
-    write(&out_dir.join("modules.rs"), &format!("{ids}}}\n\n{all}];\n\n{consts}"))
+    write(
+        &out_dir.join("modules.rs"),
+        &format!("{ids}}}\n\n{all}];\n\n{all_modules}];\n\n{consts}"),
+    )
 }
 
 /// Archives the host objects into `lib{STATIC_LIB}.a` with `$AR`, `ar`, or the `llvm-ar` beside hipcc.
 fn archive(hipcc: &Hipcc, out_dir: &Path, objects: &[&CompileJob]) -> Result<()> {
     let lib = out_dir.join(format!("lib{STATIC_LIB}.a"));
     let _ = std::fs::remove_file(&lib);
-    let mut tools: Vec<PathBuf> = std::env::var_os("AR").map(PathBuf::from).into_iter().collect();
+    let mut tools: Vec<PathBuf> = std::env::var_os("AR")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
     tools.push("ar".into());
     tools.extend(hipcc.path().parent().map(|d| d.join("llvm-ar")));
     tools.push("llvm-ar".into());
     for tool in &tools {
         // `q`, not `r`: members with the same file name in different directories are all kept
-        let Ok(out) = Command::new(tool).arg("qcs").arg(&lib).args(objects.iter().map(|j| &j.output)).output() else { continue };
+        let Ok(out) = Command::new(tool)
+            .arg("qcs")
+            .arg(&lib)
+            .args(objects.iter().map(|j| &j.output))
+            .output()
+        else {
+            continue;
+        };
         if out.status.success() {
             return Ok(());
         }
-        return Err(format!("{} qcs {} failed:\n{}", tool.display(), lib.display(), String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "{} qcs {} failed:\n{}",
+            tool.display(),
+            lib.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
-    Err(format!("no archiver found to build {} (tried {}): install binutils or set AR", lib.display(), tools.iter().map(|t| t.display().to_string()).collect::<Vec<_>>().join(", ")))
+    Err(format!(
+        "no archiver found to build {} (tried {}): install binutils or set AR",
+        lib.display(),
+        tools
+            .iter()
+            .map(|t| t.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+/// Links the host objects into `lib{SHARED_LIB}.so` (soname the same) with hipcc, against the HIP runtime.
+fn link_shared(hipcc: &Hipcc, out_dir: &Path, objects: &[&CompileJob]) -> Result<()> {
+    let lib = out_dir.join(format!("lib{SHARED_LIB}.so"));
+    let out = hipcc
+        .command()
+        .arg("-shared")
+        .arg(format!("-Wl,-soname,lib{SHARED_LIB}.so"))
+        .args(objects.iter().map(|j| &j.output))
+        .arg("-o")
+        .arg(&lib)
+        .output()
+        .map_err(|e| format!("running {}: {e}", hipcc.path().display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "linking {} failed:\n{}",
+            lib.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(())
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {

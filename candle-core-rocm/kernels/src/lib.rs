@@ -21,6 +21,17 @@
 //! * `ROCM_PATH`, `HIP_PATH`: where hipcc is looked for after `PATH`
 //!   (then `/opt/rocm/bin/hipcc`).
 //! * `AR`: the archiver for the static library (else `ar`, else `llvm-ar`).
+//! * `CANDLE_ROCM_LAUNCHERS`: `static` (default) links the launchers' units
+//!   as a static library; `shared` links them into
+//!   `libcandle_rocm_launchers.so` (same soname), loaded at run time from the
+//!   library path, so that another build of the same sources can stand in for
+//!   it (the NVIDIA run of `hip-on-cuda/`).
+//!
+//! At run time, `CANDLE_ROCM_CODE_OBJECTS_DIR=DIR` makes [`Module::code_object`]
+//! return the bytes of `DIR/<module>.co` (`affine.co`, …) instead of the
+//! embedded bundle: the same load path (`hipModuleLoadData`, the backend's
+//! module cache) then runs code objects built elsewhere, such as the cubins
+//! `hip-on-cuda/build-kernels.sh` makes with nvcc from the same sources.
 //!
 //! # Arches
 //!
@@ -46,6 +57,7 @@ mod code_objects {
 #[derive(Debug, Clone, Copy)]
 pub struct Module {
     index: usize,
+    name: &'static str,
     code_object: &'static [u8],
 }
 
@@ -55,11 +67,48 @@ impl Module {
         self.index
     }
 
+    /// The module's name: its source file's stem (`affine`, …).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
     /// A clang offload bundle (`__CLANG_OFFLOAD_BUNDLE__`) with one code
-    /// object per compiled arch, for `hipModuleLoadData`.
+    /// object per compiled arch, for `hipModuleLoadData`; or, when
+    /// `CANDLE_ROCM_CODE_OBJECTS_DIR` is set, the bytes of `<dir>/<name>.co`
+    /// (empty when that file cannot be read: loading it then fails with the
+    /// HIP error, after a message naming the file on stderr).
     pub fn code_object(&self) -> &'static [u8] {
+        match code_objects_from_dir() {
+            Some(loaded) => loaded[self.index],
+            None => self.code_object,
+        }
+    }
+
+    /// The code object embedded at build time, whatever the environment says.
+    pub fn embedded_code_object(&self) -> &'static [u8] {
         self.code_object
     }
+}
+
+/// The code objects of `CANDLE_ROCM_CODE_OBJECTS_DIR`, read once, in [`ALL_IDS`] order.
+fn code_objects_from_dir() -> Option<&'static [&'static [u8]]> {
+    static LOADED: std::sync::OnceLock<Option<Vec<&'static [u8]>>> = std::sync::OnceLock::new();
+    LOADED
+        .get_or_init(|| {
+            let dir = std::path::PathBuf::from(std::env::var_os("CANDLE_ROCM_CODE_OBJECTS_DIR")?);
+            let read = |m: &Module| -> &'static [u8] {
+                let path = dir.join(format!("{}.co", m.name));
+                match std::fs::read(&path) {
+                    Ok(bytes) => Vec::leak(bytes),
+                    Err(e) => {
+                        eprintln!("candle-rocm-kernels: CANDLE_ROCM_CODE_OBJECTS_DIR: cannot read {}: {e}", path.display());
+                        &[]
+                    }
+                }
+            };
+            Some(ALL_MODULES.iter().map(read).collect())
+        })
+        .as_deref()
 }
 
 include!(concat!(env!("OUT_DIR"), "/modules.rs"));
@@ -84,19 +133,39 @@ mod tests {
 
     #[test]
     fn every_module_is_an_offload_bundle() {
-        let modules = [AFFINE, BINARY, CAST, CONV, FILL, INDEXING, QUANTIZED, REDUCE, SORT, TERNARY, UNARY];
+        let modules = [
+            AFFINE, BINARY, CAST, CONV, FILL, INDEXING, QUANTIZED, REDUCE, SORT, TERNARY, UNARY,
+        ];
         assert_eq!(modules.len(), ALL_IDS.len());
         for (i, m) in modules.iter().enumerate() {
             assert_eq!(m.index(), i);
-            let co = m.code_object();
-            assert!(co.len() > 4096 && co.starts_with(b"__CLANG_OFFLOAD_BUNDLE__"), "{:?}: {} bytes", ALL_IDS[i], co.len());
-            assert_eq!(co.as_ptr() as usize % 4096, 0, "{:?} is not page-aligned", ALL_IDS[i]);
+            assert_eq!(ALL_MODULES[i].name(), m.name());
+            let co = m.embedded_code_object();
+            assert!(
+                co.len() > 4096 && co.starts_with(b"__CLANG_OFFLOAD_BUNDLE__"),
+                "{:?}: {} bytes",
+                ALL_IDS[i],
+                co.len()
+            );
+            assert_eq!(
+                co.as_ptr() as usize % 4096,
+                0,
+                "{:?} is not page-aligned",
+                ALL_IDS[i]
+            );
             for arch in ARCHES {
                 let entry = format!("hipv4-amdgcn-amd-amdhsa--{arch}");
-                assert!(co.windows(entry.len()).any(|w| w == entry.as_bytes()), "{:?} has no {entry} image", ALL_IDS[i]);
+                assert!(
+                    co.windows(entry.len()).any(|w| w == entry.as_bytes()),
+                    "{:?} has no {entry} image",
+                    ALL_IDS[i]
+                );
             }
         }
-        let fill = FILL.code_object();
-        assert!(fill.windows(8).any(|w| w == b"fill_f32"), "no fill_f32 kernel in FILL");
+        let fill = FILL.embedded_code_object();
+        assert!(
+            fill.windows(8).any(|w| w == b"fill_f32"),
+            "no fill_f32 kernel in FILL"
+        );
     }
 }
