@@ -3,8 +3,10 @@
 //! `rocm-rs` emits no link lines when built with `SKIP_BINDGEN=1`, so this crate
 //! emits them itself:
 //!
-//! * `amdhip64` is always linked (searched in `$ROCM_PATH/lib`, `/opt/rocm/lib`
-//!   and the system library directories).
+//! * `amdhip64` is always linked (searched in `$CANDLE_ROCM_LIB_DIR`,
+//!   `$ROCM_PATH/lib`, `/opt/rocm/lib` and the system library directories;
+//!   `CANDLE_ROCM_LIB_DIR` names libraries to link against without moving the
+//!   toolchain: `cargo xtask gpu-bundle` points it at the forwarding runtime).
 //! * `rocblas` / `rocrand` are linked only when `lib{name}.so` is found in one of
 //!   those directories, or when forced with `CANDLE_ROCM_LINK_ROCBLAS=1` /
 //!   `CANDLE_ROCM_LINK_ROCRAND=1` (`=0` forces them off). When a library is linked
@@ -15,6 +17,9 @@ use std::path::{Path, PathBuf};
 
 fn search_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
+    if let Ok(p) = std::env::var("CANDLE_ROCM_LIB_DIR") {
+        dirs.push(PathBuf::from(p));
+    }
     if let Ok(p) = std::env::var("ROCM_PATH") {
         dirs.push(Path::new(&p).join("lib"));
     }
@@ -34,7 +39,7 @@ fn wanted(name: &str, env: &str, dirs: &[PathBuf]) -> bool {
 }
 
 fn main() {
-    for var in ["ROCM_PATH", "CANDLE_ROCM_LINK_ROCBLAS", "CANDLE_ROCM_LINK_ROCRAND"] {
+    for var in ["CANDLE_ROCM_LIB_DIR", "ROCM_PATH", "CANDLE_ROCM_LINK_ROCBLAS", "CANDLE_ROCM_LINK_ROCRAND"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     println!("cargo:rerun-if-changed=build.rs");

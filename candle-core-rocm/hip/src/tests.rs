@@ -247,3 +247,10 @@ mod gpu {
         assert!(v.iter().all(|&x| x > 0. && x <= 1.));
     }
 }
+
+#[test]
+fn kernel_warp_size_is_answered_without_hip() {
+    // Device ordinal 12345 does not exist: HIP is never asked.
+    let lanes = unsafe { result::device::get_attribute(12345, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_KERNEL_WARP_SIZE) };
+    assert_eq!(lanes.ok(), Some(32));
+}

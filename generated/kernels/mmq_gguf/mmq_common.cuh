@@ -207,7 +207,7 @@ typedef struct { half d; uint16_t scales_h; uint8_t scales_l[QK_K/64]; uint8_t q
 
 #define GGML_CUDA_CC_OFFSET_AMD      0x1000000
 #define GGML_CUDA_CC_OFFSET_MTHREADS 0x0100000
-#define GGML_CUDA_CC_IS_NVIDIA(cc) (cc < GGML_CUDA_CC_OFFSET_MTHREADS)
+#define GGML_CUDA_CC_IS_NVIDIA(cc) (false)
 #define GGML_CUDA_CC_IS_AMD(cc)    (cc >= GGML_CUDA_CC_OFFSET_AMD)
 
 // AMD CC constants (needed for compile-time checks even though we target NVIDIA)

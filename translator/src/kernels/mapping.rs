@@ -175,6 +175,22 @@ pub const ARCH_GUARDS: &[ArchGuard] = &[
     guard("<", "GGML_CUDA_CC_RUBIN", true, "below any NVIDIA arch"),
 ];
 
+/// A host-side compute-capability predicate and the value it has on AMD.
+pub struct HostArchQuery {
+    pub macro_name: &'static str,
+    pub value: &'static str,
+    pub why: &'static str,
+}
+
+/// Host-side predicates on the `cc` a backend passes to ggml's launchers
+/// (rule `host-arch-queries`): they must agree with what `ARCH_GUARDS` left
+/// of the device code, whatever compute capability the device reports.
+pub const HOST_ARCH_QUERIES: &[HostArchQuery] = &[HostArchQuery {
+    macro_name: "GGML_CUDA_CC_IS_NVIDIA",
+    value: "false",
+    why: "the translated MMQ device code has no NVIDIA tensor-core tiles (arch-guards): the launchers must pick the 64-row tiles and no stream-k",
+}];
+
 /// CUDA toolkit version macros. HIP defines none of them, so in preprocessor
 /// conditions they read as 0 (as they would under hipcc); every feature they
 /// gate upstream is provided by HIP or the compat headers instead.

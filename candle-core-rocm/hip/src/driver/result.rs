@@ -56,6 +56,9 @@ pub mod device {
         dev: sys::CUdevice,
         attr: sys::CUdevice_attribute,
     ) -> Result<i32, HipError> {
+        if attr == sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_KERNEL_WARP_SIZE {
+            return Ok(sys::KERNEL_WARP_SIZE);
+        }
         let mut value = 0;
         check(hip::hipDeviceGetAttribute(&mut value, attr as hip::hipDeviceAttribute_t, dev))?;
         Ok(value)

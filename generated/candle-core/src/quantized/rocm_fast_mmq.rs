@@ -201,7 +201,7 @@ fn get_device_info(dev: &RocmDevice) -> DeviceInfo {
     let warp_size = unsafe {
         result::device::get_attribute(
             cu_device,
-            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE,
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_KERNEL_WARP_SIZE,
         )
     }
         .unwrap_or(32);

@@ -8,6 +8,7 @@ mod arch_guards;
 mod call_renames;
 mod fold_conditionals;
 mod hipify_casts;
+mod host_arch;
 mod includes;
 mod inline_asm;
 mod names;
@@ -55,6 +56,7 @@ pub const PIPELINE: &[Rule] = &[
     Rule { name: "toolkit-version", apply: toolkit_version::apply },
     Rule { name: "arch-guards", apply: arch_guards::apply },
     Rule { name: "fold-conditionals", apply: fold_conditionals::apply },
+    Rule { name: "host-arch-queries", apply: host_arch::apply },
     Rule { name: "inline-asm", apply: inline_asm::apply },
     Rule { name: "warp-sync-intrinsics", apply: warp_sync::apply },
     Rule { name: "names", apply: names::apply },
