@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# hip-on-cuda/build-kernels.sh KERNELS_DIR OUT_DIR [ARCH]
+#
+# Compiles candle-rocm's generated HIP kernels (generated/kernels) with nvcc for
+# an NVIDIA GPU, through our HIP-on-CUDA headers (hip-on-cuda/include), so the
+# HIP sources can be run and checked on NVIDIA hardware:
+#
+#   * every code-object unit (a KERNELS_DIR/**.hip that is not a static-library
+#     unit) -> OUT_DIR/<stem>.co, a cubin for ARCH (default sm_90), loaded at run
+#     time with hipModuleLoadData (cuModuleLoadData underneath);
+#   * the static-library units ([kernels] static_library in
+#     KERNELS_DIR/../MANIFEST.toml: upstream .cu patterns, matched against
+#     <path>.hip renamed to .cu) -> ONE OUT_DIR/libcandle_rocm_launchers.so with
+#     the extern "C" launchers (cudart linked statically). Only the extern "C"
+#     functions of those units are exported (a linker version script).
+#
+# Then checks the outputs:
+#   * every .co has entries; with a reference (CANDLE_KERNELS_REFERENCE, else
+#     the repository's tests/fixtures/cuda-kernels-<candle-kernels version>.txt)
+#     each module's entries must equal the CUDA build's `kernel MODULE NAME` list;
+#   * the .so must export every function declared in KERNELS_DIR/ffi.rs;
+#     other exports (extern "C" functions ffi.rs does not declare) are listed.
+# and writes OUT_DIR/kernels.txt (`kernel MODULE NAME` / `launcher NAME`, the
+# reference's format) and OUT_DIR/logs/<unit>.log (compiler output per unit).
+#
+# Environment: NVCC (else nvcc on PATH, else /usr/local/cuda/bin/nvcc),
+# JOBS (parallel compiles, default nproc), NVCC_EXTRA_FLAGS (appended),
+# CANDLE_KERNELS_REFERENCE (a reference file, or "none" to skip that check).
+# Works with CUDA 11.8+ (sm_90 needs 11.8) and CUDA 13. Never writes to KERNELS_DIR.
+set -euo pipefail
+
+die() { echo "build-kernels: error: $*" >&2; exit 1; }
+
+[[ $# -ge 2 && $# -le 3 ]] || die "usage: $0 KERNELS_DIR OUT_DIR [ARCH, default sm_90]"
+START=$(date +%s.%N)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+INCLUDE="$HERE/include"
+[[ -d $1 ]] || die "KERNELS_DIR $1 is not a directory"
+KERNELS=$(cd "$1" && pwd)
+OUT=$(realpath -m "$2")
+ARCH=${3:-sm_90}
+[[ $ARCH =~ ^sm_[0-9]+[af]?$ ]] || die "ARCH must look like sm_90 (got '$ARCH')"
+case "$OUT/" in "$(realpath "$KERNELS")"/*) die "OUT_DIR $OUT is inside KERNELS_DIR $KERNELS (it must not be modified)" ;; esac
+mkdir -p "$OUT"
+
+# --- tools -------------------------------------------------------------------
+if [[ -n ${NVCC:-} ]]; then :
+elif command -v nvcc >/dev/null 2>&1; then NVCC=$(command -v nvcc)
+elif [[ -x /usr/local/cuda/bin/nvcc ]]; then NVCC=/usr/local/cuda/bin/nvcc
+else die "nvcc not found (set NVCC, put it on PATH, or install CUDA in /usr/local/cuda)"; fi
+CUOBJDUMP=$(dirname "$NVCC")/cuobjdump
+[[ -x $CUOBJDUMP ]] || CUOBJDUMP=$(command -v cuobjdump) || die "cuobjdump not found beside $NVCC nor on PATH"
+command -v nm >/dev/null || die "nm (binutils) not found"
+CUDA_VERSION=$("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+
+# --- which units are which -----------------------------------------------------
+MANIFEST="$KERNELS/../MANIFEST.toml"
+if [[ -f $MANIFEST ]]; then
+    # [kernels] static_library = ["moe/moe_*.cu", ...]
+    mapfile -t STATIC_PATTERNS < <(awk '/^\[/{s=($0=="[kernels]")} s && /^static_library *=/' "$MANIFEST" | grep -oE '"[^"]+"' | tr -d '"')
+    [[ ${#STATIC_PATTERNS[@]} -gt 0 ]] || die "$MANIFEST: no [kernels] static_library list"
+else
+    STATIC_PATTERNS=("moe/moe_*.cu" "mmvq_gguf.cu" "mmq_gguf/mmq_*.cu")
+    echo "build-kernels: no $MANIFEST, using the default static_library list: ${STATIC_PATTERNS[*]}" >&2
+fi
+
+CO_UNITS=() LIB_UNITS=()
+while IFS= read -r rel; do
+    upstream="${rel%.hip}.cu" kind=co
+    for p in "${STATIC_PATTERNS[@]}"; do
+        # shellcheck disable=SC2053 # $p is a glob on purpose; * also matches '/'
+        [[ $upstream == $p ]] && kind=lib
+    done
+    if [[ $kind == lib ]]; then LIB_UNITS+=("$rel"); else CO_UNITS+=("$rel"); fi
+done < <(cd "$KERNELS" && find . -name '*.hip' -type f | sed 's|^\./||' | LC_ALL=C sort)
+[[ ${#CO_UNITS[@]} -gt 0 || ${#LIB_UNITS[@]} -gt 0 ]] || die "no .hip files under $KERNELS"
+
+# --- compile -------------------------------------------------------------------
+# Upstream candle-kernels' flags (C++17, -O3, relaxed constexpr) plus the HIP
+# headers first, then the kernel tree (candle_hip_compat.h, *.cuh).
+COMMON=(-std=c++17 -O3 --expt-relaxed-constexpr -x cu -I "$INCLUDE" -I "$KERNELS")
+# shellcheck disable=SC2206 # word splitting of extra flags is intended
+EXTRA=(${NVCC_EXTRA_FLAGS:-})
+LOGS="$OUT/logs" OBJS="$OUT/obj"
+rm -rf "$LOGS" "$OBJS"
+mkdir -p "$LOGS" "$OBJS"
+
+# One job: "co REL" or "lib REL". Writes the output atomically, the compiler's
+# output to logs/<REL with / as __>.log, and "REL" to failed/ on failure.
+compile_one() {
+    local kind=$1 rel=$2 src out tmp log
+    src="$KERNELS/$rel"
+    log="$LOGS/${rel//\//__}.log"
+    if [[ $kind == co ]]; then
+        out="$OUT/${rel%.hip}.co"
+        mkdir -p "$(dirname "$out")"
+        tmp="$out.tmp.$$"
+        set -- "$NVCC" -cubin -arch="$ARCH" "${COMMON[@]}" -I "$(dirname "$src")" "${EXTRA[@]}" "$src" -o "$tmp"
+    else
+        out="$OBJS/${rel%.hip}.o"
+        mkdir -p "$(dirname "$out")"
+        tmp="$out.tmp.$$.o"
+        set -- "$NVCC" -c -arch="$ARCH" -Xcompiler -fPIC "${COMMON[@]}" -I "$(dirname "$src")" "${EXTRA[@]}" "$src" -o "$tmp"
+    fi
+    local t0=$SECONDS
+    { printf '%q ' "$@"; echo; } >"$log"
+    if "$@" >>"$log" 2>&1; then
+        mv -f "$tmp" "$out"
+        echo "build-kernels: ok   $rel ($((SECONDS - t0)) s)"
+    else
+        rm -f "$tmp"
+        echo "$rel" >"$LOGS/FAILED.${rel//\//__}"
+        echo "build-kernels: FAIL $rel (log: $log)" >&2
+    fi
+}
+export -f compile_one
+# Arrays cannot be exported: hand them over as newline-separated text.
+COMMON_STR=$(printf '%s\n' "${COMMON[@]}") EXTRA_STR=$(printf '%s\n' "${EXTRA[@]+"${EXTRA[@]}"}")
+export NVCC ARCH KERNELS OUT LOGS OBJS COMMON_STR EXTRA_STR
+JOBS=${JOBS:-$(nproc)}
+{
+    for u in "${LIB_UNITS[@]+"${LIB_UNITS[@]}"}"; do printf 'lib\0%s\0' "$u"; done  # the big ones first
+    for u in "${CO_UNITS[@]+"${CO_UNITS[@]}"}"; do printf 'co\0%s\0' "$u"; done
+} | xargs -0 -n 2 -P "$JOBS" bash -c '
+    set -euo pipefail
+    mapfile -t COMMON <<<"$COMMON_STR"
+    EXTRA=(); [[ -n $EXTRA_STR ]] && mapfile -t EXTRA <<<"$EXTRA_STR"
+    compile_one "$1" "$2"' _ || true
+
+shopt -s nullglob
+failed=("$LOGS"/FAILED.*)
+if [[ ${#failed[@]} -gt 0 ]]; then
+    for f in "${failed[@]}"; do
+        rel=$(cat "$f")
+        echo "---- $rel: errors from $LOGS/${rel//\//__}.log" >&2
+        grep -E 'error|Error' "$LOGS/${rel//\//__}.log" | head -20 >&2 || true
+    done
+    die "${#failed[@]} unit(s) failed to compile: $(cat "${failed[@]}" | tr '\n' ' ')"
+fi
+
+# --- link the launcher library -------------------------------------------------
+LIB="$OUT/libcandle_rocm_launchers.so"
+if [[ ${#LIB_UNITS[@]} -gt 0 ]]; then
+    objs=()
+    for u in "${LIB_UNITS[@]}"; do objs+=("$OBJS/${u%.hip}.o"); done
+    # Export the extern "C" host functions the units define (unmangled global
+    # text symbols), nothing else: not C++ helpers, not the static cudart, not
+    # the host stubs of extern "C" __global__ kernels (the device entries of
+    # the embedded cubins, which cuobjdump lists).
+    for o in "${objs[@]}"; do "$CUOBJDUMP" -symbols "$o"; done | awk '$3=="STO_ENTRY" {print $4}' | LC_ALL=C sort -u >"$OBJS/kernel-entries.txt"
+    mapfile -t c_functions < <(nm --defined-only -g "${objs[@]}" | awk '$2=="T" && $3 !~ /^_Z/ && $3 !~ /^__/ {print $3}' \
+        | LC_ALL=C sort -u | LC_ALL=C comm -23 - "$OBJS/kernel-entries.txt")
+    [[ ${#c_functions[@]} -gt 0 ]] || die "the static-library units define no extern \"C\" function"
+    { echo "{ global:"; printf '  %s;\n' "${c_functions[@]}"; echo "  local: *; };"; } >"$OBJS/exports.map"
+    if ! "$NVCC" -shared -arch="$ARCH" -cudart static -o "$LIB.tmp" "${objs[@]}" \
+        -Xlinker -soname=libcandle_rocm_launchers.so -Xlinker --version-script="$OBJS/exports.map" \
+        -Xlinker --no-undefined >"$LOGS/libcandle_rocm_launchers.log" 2>&1; then
+        cat "$LOGS/libcandle_rocm_launchers.log" >&2
+        rm -f "$LIB.tmp"
+        die "linking libcandle_rocm_launchers.so failed (log: $LOGS/libcandle_rocm_launchers.log)"
+    fi
+    mv -f "$LIB.tmp" "$LIB"
+fi
+
+# --- check the outputs ----------------------------------------------------------
+REPORT="$OUT/kernels.txt"
+{
+    echo "# Kernel names of the hip-on-cuda build (nvcc $CUDA_VERSION, $ARCH) of $KERNELS."
+    for u in "${CO_UNITS[@]+"${CO_UNITS[@]}"}"; do
+        module=${u%.hip}
+        entries=$("$CUOBJDUMP" -symbols "$OUT/$module.co" | awk '$3=="STO_ENTRY" {print $4}' | LC_ALL=C sort -u)
+        [[ -n $entries ]] || die "$OUT/$module.co has no kernel entry"
+        while IFS= read -r e; do echo "kernel ${module//\//_} $e"; done <<<"$entries"
+    done
+    if [[ -f $LIB ]]; then
+        nm -D --defined-only "$LIB" | awk '$2=="T" {print "launcher " $3}' | LC_ALL=C sort -u
+    fi
+} >"$REPORT"
+
+problems=0
+REF=${CANDLE_KERNELS_REFERENCE:-}
+if [[ -z $REF && -f $MANIFEST ]]; then
+    version=$(sed -n 's/^"candle-kernels" *= *"\(.*\)"/\1/p' "$MANIFEST" | head -1)
+    [[ -n $version && -f $HERE/../tests/fixtures/cuda-kernels-$version.txt ]] && REF="$HERE/../tests/fixtures/cuda-kernels-$version.txt"
+fi
+[[ -z $REF || $REF == none || -f $REF ]] || die "reference $REF not found"
+[[ $REF != none ]] || REF=
+
+exported=$(awk '$1=="launcher" {print $2}' "$REPORT")
+if [[ -f $LIB && -f $KERNELS/ffi.rs ]]; then
+    declared=$(grep -oE 'pub fn [A-Za-z_][A-Za-z0-9_]*' "$KERNELS/ffi.rs" | awk '{print $3}' | LC_ALL=C sort -u)
+    missing=$(LC_ALL=C comm -23 <(echo "$declared") <(echo "$exported"))
+    extra=$(LC_ALL=C comm -13 <(echo "$declared") <(echo "$exported"))
+    if [[ -n $missing ]]; then
+        echo "build-kernels: libcandle_rocm_launchers.so lacks launchers that ffi.rs declares:" $missing >&2
+        problems=1
+    fi
+    if [[ -n $extra ]]; then
+        # An extern "C" launcher that ffi.rs does not declare (upstream declares
+        # candle_launch_moe_align only under a feature the translation drops).
+        if [[ -n $REF ]] && [[ -z $(LC_ALL=C comm -23 <(echo "$extra") <(awk '$1=="launcher" {print $2}' "$REF" | LC_ALL=C sort -u)) ]]; then
+            echo "build-kernels: note: libcandle_rocm_launchers.so also exports" $extra "(not in ffi.rs; a launcher of the CUDA build too)"
+        else
+            echo "build-kernels: libcandle_rocm_launchers.so exports extern \"C\" functions that ffi.rs does not declare:" $extra >&2
+            problems=1
+        fi
+    fi
+fi
+
+if [[ -n $REF ]]; then
+    # Kernels: those of the modules built here, module by module.
+    built_modules=$(awk '$1=="kernel" {print $2}' "$REPORT" | LC_ALL=C sort -u)
+    d=$(diff <(awk '$1=="kernel"' "$REPORT" | LC_ALL=C sort) \
+             <(awk -v mods="$built_modules" 'BEGIN{n=split(mods,m,"\n"); for(i=1;i<=n;i++) ok[m[i]]=1} $1=="kernel" && ok[$2]' "$REF" | LC_ALL=C sort) || true)
+    unbuilt=$(LC_ALL=C comm -13 <(echo "$built_modules") <(awk '$1=="kernel" {print $2}' "$REF" | LC_ALL=C sort -u))
+    # Launchers: all of them.
+    dl=$(diff <(echo "$exported" | sed '/^$/d') <(awk '$1=="launcher" {print $2}' "$REF" | LC_ALL=C sort -u) || true)
+    if [[ -n $d || -n $unbuilt || -n $dl ]]; then
+        echo "build-kernels: differences from $REF ('<' only here, '>' only in the CUDA build):" >&2
+        [[ -z $d ]] || echo "$d" | grep -E '^[<>]' >&2
+        [[ -z $dl ]] || echo "$dl" | grep -E '^[<>]' | sed 's/^\([<>]\) /\1 launcher /' >&2
+        [[ -z $unbuilt ]] || echo "build-kernels: modules of the reference not built here:" $unbuilt >&2
+        problems=1
+    else
+        echo "build-kernels: kernels of all $(echo "$built_modules" | wc -l) modules and all launchers equal $(basename "$REF")"
+    fi
+fi
+
+nk=$(grep -c '^kernel ' "$REPORT" || true) nl=$(grep -c '^launcher ' "$REPORT" || true)
+secs=$(awk -v a="$START" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+echo "build-kernels: ${#CO_UNITS[@]} code objects ($nk kernels) + ${#LIB_UNITS[@]} units in libcandle_rocm_launchers.so ($nl launchers), nvcc $CUDA_VERSION $ARCH, $JOBS jobs, ${secs} s -> $OUT"
+[[ $problems -eq 0 ]] || die "output checks failed (see above)"

@@ -1,0 +1,144 @@
+// hip-on-cuda: <hip/hip_runtime.h> for nvcc.
+//
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// candle-rocm's own, minimal stand-in for HIP's NVIDIA platform, used only to
+// run the generated HIP kernels (generated/kernels) on an NVIDIA GPU for
+// testing. HIP 5.2.3's own hip/nvidia_detail headers do not compile against
+// CUDA 13, so this header maps exactly the HIP names that the generated
+// kernels and their compat preludes (candle_hip_compat.h, ...) use onto CUDA,
+// and nothing else. It defines HIP names only (one NVIDIA-only workaround
+// aside: __builtin_trap in device code, at the end): never a `candle_*` name,
+// never __HIP_PLATFORM_AMD__ or a __gfx*__ macro, so every AMD-only branch of
+// the generated code stays off and nvcc compiles the portable path.
+//
+// Used by hip-on-cuda/build-kernels.sh (`nvcc -x cu -I hip-on-cuda/include`).
+//
+// Where a mapping is not identical to HIP on AMD, the entry says so
+// (NVIDIA-FINDINGS.md has the full list):
+//   * warpSize is 32 on NVIDIA (64 on CDNA): the shuffles' default width is 32.
+//   * the mask-less shuffles become the *_sync forms with the full mask
+//     0xffffffff, as HIP's own NVIDIA platform does: all 32 lanes of the warp
+//     must reach the call (on AMD a mask-less shuffle from divergent code just
+//     reads whatever an inactive lane holds; on NVIDIA it is undefined).
+//   * hipError_t is cudaError_t. HIP numbers its errors like CUDA for every
+//     code the kernels can see (0 success, 1 invalid value, 2 out of memory,
+//     9 invalid configuration, 98 invalid device function, 209 no binary for
+//     GPU, 700 illegal address, 701 out of resources, 719 launch failure,
+//     999 unknown, ...); other CUDA codes pass through unconverted.
+//   * __builtin_trap() in device code becomes CUDA's __trap() (nvcc would
+//     otherwise drop it from device code).
+#pragma once
+
+#if !defined(__CUDACC__)
+#error "hip-on-cuda/include is for nvcc (CUDA C++) only; build AMD code with hipcc and ROCm's own HIP headers"
+#endif
+#if defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__)
+#error "hip-on-cuda: __HIP_PLATFORM_AMD__ is defined, but this header maps HIP onto CUDA"
+#endif
+
+#include <cuda_runtime.h>
+// Before the shuffle macros below: CUDA's fp16 header declares (deprecated,
+// pre-sm_70) mask-less __shfl* overloads that the macros must not rewrite.
+#include <cuda_fp16.h>
+
+// ---------------------------------------------------------------------------
+// Platform macros, as HIP's hip_common.h sets them for nvcc.
+// ---------------------------------------------------------------------------
+#ifndef __HIP_PLATFORM_NVIDIA__
+#define __HIP_PLATFORM_NVIDIA__ 1
+#endif
+#ifndef __HIPCC__
+#define __HIPCC__ 1
+#endif
+// Set in the device pass only (nvcc's __CUDA_ARCH__), like hipcc's
+// __HIP_DEVICE_COMPILE__ on AMD.
+#if defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+#define __HIP_DEVICE_COMPILE__ 1
+#endif
+
+// ---------------------------------------------------------------------------
+// Types and constants.
+// ---------------------------------------------------------------------------
+typedef cudaStream_t hipStream_t;
+typedef cudaError_t hipError_t;
+static constexpr hipError_t hipSuccess = cudaSuccess;
+
+typedef cudaFuncAttribute hipFuncAttribute;
+static constexpr hipFuncAttribute hipFuncAttributeMaxDynamicSharedMemorySize =
+    cudaFuncAttributeMaxDynamicSharedMemorySize;
+
+// ---------------------------------------------------------------------------
+// Runtime API (host side), same signatures as HIP's.
+// ---------------------------------------------------------------------------
+static inline hipError_t hipGetLastError(void) { return cudaGetLastError(); }
+static inline hipError_t hipGetDevice(int* device) { return cudaGetDevice(device); }
+
+// Stream-ordered allocation (CUDA 11.2+).
+static inline hipError_t hipMallocAsync(void** dev_ptr, size_t size, hipStream_t stream) {
+    return cudaMallocAsync(dev_ptr, size, stream);
+}
+// HIP's typed overload (hip_runtime_api.h), so `int32_t* p; hipMallocAsync(&p, ...)` compiles.
+template <class T>
+static inline hipError_t hipMallocAsync(T** dev_ptr, size_t size, hipStream_t stream) {
+    return cudaMallocAsync(reinterpret_cast<void**>(dev_ptr), size, stream);
+}
+static inline hipError_t hipFreeAsync(void* dev_ptr, hipStream_t stream) { return cudaFreeAsync(dev_ptr, stream); }
+static inline hipError_t hipMemsetAsync(void* dst, int value, size_t size_bytes, hipStream_t stream = 0) {
+    return cudaMemsetAsync(dst, value, size_bytes, stream);
+}
+
+// HIP takes the kernel as `const void*` (its host-side stub), as CUDA's C API does.
+static inline hipError_t hipFuncSetAttribute(const void* func, hipFuncAttribute attr, int value) {
+    return cudaFuncSetAttribute(func, attr, value);
+}
+
+// ---------------------------------------------------------------------------
+// Kernel launch: hipLaunchKernelGGL(kernel, grid, block, shared_bytes, stream, args...)
+// ---------------------------------------------------------------------------
+// As in HIP, a kernel name whose template arguments contain a comma must be
+// wrapped in parentheses (or named through an alias) by the caller.
+#define hipLaunchKernelGGL(kernel_name, num_blocks, num_threads, mem_per_block, stream, ...)         \
+    do {                                                                                            \
+        (kernel_name)<<<(num_blocks), (num_threads), (mem_per_block), (stream)>>>(__VA_ARGS__);     \
+    } while (0)
+
+// ---------------------------------------------------------------------------
+// Warp shuffles without a mask: __shfl(var, lane[, width]), __shfl_up/down(var,
+// delta[, width]), __shfl_xor(var, mask[, width]).
+// ---------------------------------------------------------------------------
+// The *_sync forms with the full mask, exactly as HIP's NVIDIA platform maps
+// them (nvidia_hip_runtime_api.h). Lane selection for width < 32 is the same
+// as HIP on AMD: lanes form groups of `width`; __shfl_up/__shfl_down/
+// __shfl_xor return the caller's own value when the source lane lies outside
+// its group (below it for up, above it for down and xor). Differences from AMD:
+//   * the default width is warpSize = 32 (64 on CDNA);
+//   * width must be a power of two <= 32 (AMD allows 64);
+//   * __shfl with src_lane outside [0, width): CUDA reads lane
+//     src_lane % width of the caller's group; HIP 5.2.3 on AMD reads lane
+//     (group base + src_lane) mod 64, i.e. another group (ROCm 6 masks like
+//     CUDA). No generated kernel passes such a lane;
+//   * all 32 lanes must execute the call (full mask), see the top of the file;
+//   * types: CUDA's overload set (int, unsigned, long, long long and unsigned
+//     variants, float, double, __half, __half2, ...), a superset of HIP 5.2's.
+#define __shfl(...) __shfl_sync(0xffffffffu, __VA_ARGS__)
+#define __shfl_up(...) __shfl_up_sync(0xffffffffu, __VA_ARGS__)
+#define __shfl_down(...) __shfl_down_sync(0xffffffffu, __VA_ARGS__)
+#define __shfl_xor(...) __shfl_xor_sync(0xffffffffu, __VA_ARGS__)
+
+// ---------------------------------------------------------------------------
+// __builtin_trap() in device code (NVIDIA-only workaround, not a HIP name).
+// ---------------------------------------------------------------------------
+// hipcc (clang) lowers __builtin_trap() in device code to a trap (s_trap on
+// AMD). nvcc treats it as a host-only builtin: in a __host__ __device__
+// function it warns (#20011-D) and the device code gets no trap at all, so a
+// failed device assertion (candle_trap, GGML_ASSERT, NO_DEVICE_CODE) would run
+// on through undefined behaviour instead of aborting the kernel. In nvcc's
+// device pass only, make it CUDA's __trap() (BPT.TRAP), never returning.
+#if defined(__CUDA_ARCH__)
+#define __builtin_trap()           \
+    do {                           \
+        __trap();                  \
+        __builtin_unreachable();   \
+    } while (0)
+#endif
