@@ -1,0 +1,376 @@
+//! Quantized (GGUF) tensors on the ROCm device against the CPU: quantization bytes,
+//! dequantize, embedding (get_rows), QMatMul through the fast mmvq path (batch <= 8),
+//! the fast mmq path (larger batches) and the legacy dmmv / dequantize+gemm path
+//! (`set_force_dmmv`), `indexed_moe_forward` and candle-nn's `moe_gemm_gguf`.
+//!
+//! The same quantized bytes are used on both sides (quantized once on the CPU, loaded on
+//! the device the way a GGUF file is, `qtensor_from_ggml`). The CPU multiplies with
+//! activations quantized to q8_0/q8_K, the GPU with q8_1 (or f16 for moe prefill), so
+//! matmul outputs are compared relative to the output's largest magnitude.
+
+mod common;
+
+use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QMatMul, QTensor};
+use candle_core::{DType, Device, Module, Result, Tensor};
+use common::*;
+use std::collections::BTreeSet;
+
+const QUANT_DTYPES: [GgmlDType; 14] = [
+    GgmlDType::F32,
+    GgmlDType::F16,
+    GgmlDType::BF16,
+    GgmlDType::Q4_0,
+    GgmlDType::Q4_1,
+    GgmlDType::Q5_0,
+    GgmlDType::Q5_1,
+    GgmlDType::Q8_0,
+    GgmlDType::Q2K,
+    GgmlDType::Q3K,
+    GgmlDType::Q4K,
+    GgmlDType::Q5K,
+    GgmlDType::Q6K,
+    GgmlDType::Q8K,
+];
+
+/// `GgmlDType`s without cases, and why.
+const QUANT_NOT_APPLICABLE: &[(&str, &str)] = &[(
+    "Q8_1",
+    "activation format only: the backend quantizes activations to it; no weight is stored as Q8_1 and the CUDA backend has no Q8_1 matmul",
+)];
+
+/// The fast (mmvq / mmq) and legacy quantized kernels exist for these.
+fn has_qmatmul(q: GgmlDType) -> bool {
+    !matches!(q, GgmlDType::Q8K | GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16)
+}
+
+fn is_float_q(q: GgmlDType) -> bool {
+    matches!(q, GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16)
+}
+
+/// "q4_0", "q2_k": the names of the fast launchers.
+fn lower(q: GgmlDType) -> String {
+    format!("{q:?}").to_lowercase().replace("k", "_k")
+}
+
+/// "q4_0", "q2_K": the names of the legacy kernels.
+fn legacy(q: GgmlDType) -> String {
+    lower(q).replace("_k", "_K")
+}
+
+fn weight_f32(n: usize, k: usize, seed: u64) -> Result<Tensor> {
+    tensor_from_values(&values(Gen::Uniform(-1., 1.), n * k, seed), &[n, k], DType::F32, &Device::Cpu)
+}
+
+/// The weight quantized on the CPU, then (on a device) loaded from its raw bytes as a GGUF
+/// loader does: both sides hold the same quantized bytes.
+fn qweight(dev: &Device, q: GgmlDType, dims: &[usize], seed: u64) -> Result<QTensor> {
+    let n: usize = dims[..dims.len() - 1].iter().product();
+    let w = weight_f32(n, dims[dims.len() - 1], seed)?.reshape(dims)?;
+    let qc = QTensor::quantize(&w, q)?;
+    if dev.is_cpu() {
+        Ok(qc)
+    } else {
+        qtensor_from_ggml(q, &qc.data()?, dims.to_vec(), dev)
+    }
+}
+
+#[cfg(feature = "rocm")]
+fn force_dmmv(on: bool) {
+    candle_core::quantized::rocm::set_force_dmmv(on)
+}
+#[cfg(not(feature = "rocm"))]
+fn force_dmmv(_: bool) {}
+
+fn quant_cases(_k: &CudaKernels) -> Vec<Case> {
+    let mut cases = vec![];
+    // (n, k): n not a multiple of the mmq tiles, k a multiple of 256 (K-quants)
+    let weights: [(usize, usize); 2] = [(72, 512), (257, 256)];
+    for q in QUANT_DTYPES {
+        let qn = format!("{q:?}");
+        for (n, k) in weights {
+            // ---- quantization bytes: on the device, onto the device, from raw GGUF bytes
+            for how in ["QTensor::quantize on the device", "QTensor::quantize_onto", "qtensor_from_ggml"] {
+                let name = format!("quantize {qn} ({n}, {k}) {how}");
+                let seed = seed_of(&format!("w {qn} {n} {k}"));
+                cases.push(Case::new("quantize", name, Support::Always, Tol::Exact, move |dev| {
+                    let w = weight_f32(n, k, seed)?;
+                    let qt = if dev.is_cpu() {
+                        QTensor::quantize(&w, q)?
+                    } else {
+                        match how {
+                            "QTensor::quantize on the device" => QTensor::quantize(&w.to_device(dev)?, q)?,
+                            "QTensor::quantize_onto" => QTensor::quantize_onto(&w, q, dev)?,
+                            _ => qtensor_from_ggml(q, &QTensor::quantize(&w, q)?.data()?, vec![n, k], dev)?,
+                        }
+                    };
+                    if !dev.is_cpu() && !qt.device().same_device(dev) {
+                        candle_core::bail!("quantized tensor is on {:?}", qt.device().location())
+                    }
+                    let bytes = qt.data()?.to_vec();
+                    let len = bytes.len();
+                    Tensor::from_vec(bytes, len, &Device::Cpu)
+                }));
+            }
+            // ---- dequantize (f32 and f16 kernels)
+            let seed = seed_of(&format!("w {qn} {n} {k}"));
+            let fast = !is_float_q(q);
+            let s32 = if fast {
+                Support::Kernels(vec![format!("dequantize_block_{}_f32", legacy(q))])
+            } else {
+                Support::Always
+            };
+            cases.push(Case::new(
+                "dequantize",
+                format!("dequantize {qn} ({n}, {k}) f32"),
+                s32,
+                Tol::Close { abs: 1e-6, rel: 1e-5 },
+                move |dev| qweight(dev, q, &[n, k], seed)?.dequantize(dev),
+            ));
+            let s16 = if fast {
+                Support::Kernels(vec![format!("dequantize_block_{}_f16", legacy(q))])
+            } else {
+                Support::CudaErrors("dequantize_f16 has kernels for block-quantized dtypes only")
+            };
+            cases.push(Case::new(
+                "dequantize",
+                format!("dequantize_f16 {qn} ({n}, {k})"),
+                s16,
+                tol(DType::F16, Class::Basic),
+                move |dev| qweight(dev, q, &[n, k], seed)?.dequantize_f16(dev),
+            ));
+            // ---- embedding (get_rows)
+            let support = match q {
+                GgmlDType::Q8K => Support::CudaErrors("unsupported dtype for quantized embedding Q8K"),
+                _ => Support::Kernels(vec![format!("get_rows_{}", legacy(q))]),
+            };
+            cases.push(Case::new(
+                "embedding",
+                format!("embedding {qn} ({n}, {k}) ids [0, 5, n-1, 5, 3, 1]"),
+                support,
+                Tol::Close { abs: 1e-6, rel: 1e-5 },
+                move |dev| {
+                    let ids = Tensor::new(&[0u32, 5, n as u32 - 1, 5, 3, 1], dev)?;
+                    qweight(dev, q, &[n, k], seed)?.embedding(&ids)
+                },
+            ));
+            // ---- QMatMul: batch <= 8 -> mmvq, larger -> mmq; f32, f16 and bf16 activations
+            let batches: Vec<Vec<usize>> =
+                vec![vec![1], vec![2], vec![3], vec![5], vec![8], vec![9], vec![32], vec![100], vec![2, 7]];
+            let in_dtypes = if is_float_q(q) { vec![DType::F32] } else { vec![DType::F32, DType::F16, DType::BF16] };
+            for b in &batches {
+                for &xd in &in_dtypes {
+                    let rows: usize = b.iter().product();
+                    let name = format!("qmatmul {qn} w ({n}, {k}) x {b:?} {}", xd.as_str());
+                    let xseed = seed_of(&name);
+                    let support = if is_float_q(q) {
+                        Support::Always // QMatMul dequantizes float weights: a plain gemm
+                    } else if !has_qmatmul(q) {
+                        Support::CudaErrors("unsupported dtype for quantized matmul Q8K")
+                    } else if rows <= 8 {
+                        Support::Kernels(vec![format!("launch_mmvq_gguf_{}_{}_plain", lower(q), xd.as_str())])
+                    } else {
+                        Support::Kernels(vec![format!("launch_mmq_gguf_{}", lower(q))])
+                    };
+                    let t = if xd == DType::F32 { Tol::RelToMax(0.02) } else { Tol::RelToMax(0.03) };
+                    let b = b.clone();
+                    cases.push(Case::new("qmatmul", name, support, t, move |dev| {
+                        let mm = QMatMul::from_qtensor(qweight(dev, q, &[n, k], seed)?)?;
+                        let xs: Vec<usize> = b.iter().copied().chain([k]).collect();
+                        let x = input(dev, xd, &xs, View::Contig, Gen::Uniform(-1., 1.), xseed)?;
+                        mm.forward(&x)
+                    }));
+                }
+            }
+            // ---- legacy path (set_force_dmmv): dmmv kernel for one row, dequantize + gemm above
+            if !is_float_q(q) {
+                for rows in [1usize, 4] {
+                    let name = format!("qmatmul legacy (force_dmmv) {qn} w ({n}, {k}) x [{rows}] f32");
+                    let xseed = seed_of(&name);
+                    let support = if !has_qmatmul(q) {
+                        Support::CudaErrors("unsupported dtype for quantized matmul Q8K")
+                    } else if rows == 1 {
+                        let kname = match q {
+                            GgmlDType::Q4_0 | GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1 | GgmlDType::Q8_0 => {
+                                format!("dequantize_mul_mat_vec_{}_cuda", lower(q))
+                            }
+                            _ => format!("dequantize_mul_mat_vec_{}", lower(q)),
+                        };
+                        Support::Kernels(vec![kname])
+                    } else {
+                        Support::Kernels(vec![format!("dequantize_block_{}_f32", legacy(q))])
+                    };
+                    cases.push(Case::new("qmatmul", name, support, Tol::RelToMax(0.02), move |dev| {
+                        let mm = QMatMul::from_qtensor(qweight(dev, q, &[n, k], seed)?)?;
+                        let x = input(dev, DType::F32, &[rows, k], View::Contig, Gen::Uniform(-1., 1.), xseed)?;
+                        force_dmmv(true);
+                        let r = mm.forward(&x).and_then(|y| y.to_device(&Device::Cpu));
+                        force_dmmv(false);
+                        r
+                    }));
+                }
+            }
+        }
+        // ---- indexed_moe_forward: experts (4, 64, 256), 3 tokens, top-2
+        for input_dim1 in [1usize, 2] {
+            let name = format!("indexed_moe_forward {qn} experts (4, 64, 256) x (3, {input_dim1}, 256) top-2");
+            let seed = seed_of(&name);
+            let support = match q {
+                GgmlDType::Q8_0
+                | GgmlDType::Q2K
+                | GgmlDType::Q3K
+                | GgmlDType::Q4K
+                | GgmlDType::Q5K
+                | GgmlDType::Q6K => {
+                    Support::Kernels(vec![format!("indexed_moe_forward_{}_q8_1", lower(q).replace("_k", "k"))])
+                }
+                _ => Support::CudaErrors("indexed_moe_forward supports q8_0 and q2k..q6k only"),
+            };
+            cases.push(Case::new("indexed_moe_forward", name, support, Tol::RelToMax(0.02), move |dev| {
+                let (e, n, k, batch, topk) = (4, 64, 256, 3, 2);
+                let qw = qweight(dev, q, &[e, n, k], seed)?;
+                let x = input(dev, DType::F32, &[batch, input_dim1, k], View::Contig, Gen::Uniform(-1., 1.), seed + 1)?;
+                let routing = moe_routing(batch, topk, e, seed + 2);
+                let ids = Tensor::from_vec(routing.expert_of_pair.clone(), (batch, topk), dev)?;
+                if dev.is_cpu() {
+                    // reference: dequantized experts, one matmul per (token, slot)
+                    let rows: Vec<u32> =
+                        (0..batch * topk).map(|p| if input_dim1 == 1 { (p / topk) as u32 } else { p as u32 }).collect();
+                    let xr = x.reshape((batch * input_dim1, k))?;
+                    moe_reference(&qw.dequantize(dev)?, &xr, &routing.expert_of_pair, &rows, None)?
+                        .reshape((batch, topk, n))
+                } else {
+                    qw.indexed_moe_forward(&x, &ids)
+                }
+            }));
+        }
+        // ---- candle-nn moe_gemm_gguf: decode (f32, q8_1 activations) and prefill (f16/bf16)
+        for (prefill, act) in [(false, DType::F32), (true, DType::F16), (true, DType::BF16)] {
+            for weighted in [false, true] {
+                let name = format!(
+                    "moe_gemm_gguf {qn} experts (4, 64, 256) 5 tokens top-2 {} {}",
+                    if prefill { format!("prefill {}", act.as_str()) } else { "decode".into() },
+                    if weighted { "topk_weights" } else { "no weights" }
+                );
+                let seed = seed_of(&name);
+                let support = match q {
+                    GgmlDType::Q8_0
+                    | GgmlDType::Q2K
+                    | GgmlDType::Q3K
+                    | GgmlDType::Q4K
+                    | GgmlDType::Q5K
+                    | GgmlDType::Q6K => Support::Kernels(vec![if prefill {
+                        "moe_gemm_gguf_prefill".into()
+                    } else {
+                        "moe_gemm_gguf".into()
+                    }]),
+                    _ => Support::CudaErrors("moe_gemm_gguf only accepts q2k, q3k, q4k, q5k, q6k or q8_0 weights"),
+                };
+                let t = if prefill { Tol::RelToMax(0.03) } else { Tol::RelToMax(0.02) };
+                cases.push(Case::new("moe_gemm_gguf (candle-nn)", name, support, t, move |dev| {
+                    let (e, n, k, tokens, topk) = (4, 64, 256, 5, 2);
+                    let qw = qweight(dev, q, &[e, n, k], seed)?;
+                    let routing = moe_routing(tokens, topk, e, seed + 2);
+                    let m = tokens * topk;
+                    // weighted: one input row per (token, slot) pair, scaled output
+                    let x_rows = if weighted { m } else { tokens };
+                    let x = input(dev, DType::F32, &[x_rows, k], View::Contig, Gen::Uniform(-1., 1.), seed + 1)?;
+                    let tw = values(Gen::Uniform(0.1, 1.0), m, seed + 3);
+                    let tw = tensor_from_values(&tw, &[m], DType::F32, dev)?;
+                    if dev.is_cpu() {
+                        let rows: Vec<u32> =
+                            (0..m).map(|p| if weighted { p as u32 } else { (p / topk) as u32 }).collect();
+                        let x = if prefill { x.to_dtype(act)?.to_dtype(DType::F32)? } else { x };
+                        moe_reference(&qw.dequantize(dev)?, &x, &routing.expert_of_pair, &rows, weighted.then_some(&tw))
+                    } else {
+                        let sorted = Tensor::from_vec(routing.sorted_pairs.clone(), m, dev)?;
+                        let experts = Tensor::from_vec(routing.sorted_experts.clone(), m, dev)?;
+                        let tw = if weighted { Some(tw) } else { None };
+                        candle_nn::moe::moe_gemm_gguf(&x, &qw, &tw, &sorted, &experts, topk, prefill, act)
+                    }
+                }));
+            }
+        }
+    }
+    cases
+}
+
+#[test]
+fn quantized_coverage() {
+    let src = std::fs::read_to_string(repo_path("generated/candle-core/src/quantized/mod.rs")).unwrap();
+    let variants = enum_variants(&src, "GgmlDType");
+    let ours: BTreeSet<String> = QUANT_DTYPES.iter().map(|q| format!("{q:?}")).collect();
+    let na: BTreeSet<String> = QUANT_NOT_APPLICABLE.iter().map(|(q, _)| q.to_string()).collect();
+    let missing: Vec<&String> = variants.iter().filter(|v| !ours.contains(*v) && !na.contains(*v)).collect();
+    assert!(variants.len() >= 14, "parser found {variants:?}");
+    let k = CudaKernels::load();
+    let cases = quant_cases(&k);
+    let names: BTreeSet<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names.len(), cases.len(), "duplicate case names");
+    let must_work = cases.iter().filter(|c| c.expected_to_work(&k)).count();
+    println!(
+        "quantized coverage: {} GgmlDTypes with cases, {} n/a, {} cases ({must_work} the CUDA backend runs)",
+        ours.len(),
+        na.len(),
+        cases.len()
+    );
+    print_unsupported("quantized coverage", &cases, &k);
+    assert!(missing.is_empty(), "GgmlDType variants without cases or n/a entry: {missing:?}");
+}
+
+#[test]
+fn quantized_rocm_vs_cpu() {
+    let Some(dev) = rocm_device("quantized_rocm_vs_cpu") else {
+        return;
+    };
+    let k = CudaKernels::load();
+    // One test, sequential: the force-dmmv switch is process-global.
+    Report::run("parity (quantized)", &quant_cases(&k), &dev, &k).finish();
+}
+
+/// The CPU side of every case (references, deterministic inputs) runs, and runs the same twice.
+#[test]
+fn quantized_harness_cpu_vs_cpu() {
+    let k = CudaKernels::load();
+    let mut r = Report::new("quantized harness (cpu vs cpu)");
+    for c in quant_cases(&k).iter().filter(|c| c.expected_to_work(&k)) {
+        let status = match (guarded(|| (c.run)(&Device::Cpu)), guarded(|| (c.run)(&Device::Cpu))) {
+            (Ok(a), Ok(b)) => match compare(&a, &b, Tol::Exact) {
+                Ok(e) => Status::Pass(e),
+                Err(m) => Status::Fail(format!("two CPU runs differ: {m}")),
+            },
+            (Err(e), _) | (_, Err(e)) => Status::Fail(format!("CPU cannot run the case: {e}")),
+        };
+        r.push(c.method, c.name.clone(), status);
+    }
+    // The quantized outputs are close to the dequantized-weight product (sanity of the
+    // RelToMax tolerances: the CPU's own activation quantization stays well inside them).
+    for q in QUANT_DTYPES.into_iter().filter(|&q| has_qmatmul(q)) {
+        for xd in [DType::F32, DType::F16, DType::BF16] {
+            let res = (|| -> Result<f64> {
+                let qw = qweight(&Device::Cpu, q, &[72, 512], 11)?;
+                let x = input(&Device::Cpu, xd, &[9, 512], View::Contig, Gen::Uniform(-1., 1.), 12)?;
+                let want = host_values(&x.to_dtype(DType::F32)?.matmul(&qw.dequantize(&Device::Cpu)?.t()?)?)?;
+                let got = host_values(&QMatMul::from_qtensor(qw)?.forward(&x)?)?;
+                let scale = want.iter().fold(0f64, |m, v| m.max(v.abs()));
+                Ok(got.iter().zip(&want).fold(0f64, |m, (g, w)| m.max((g - w).abs())) / scale)
+            })();
+            r.check(
+                "qmatmul",
+                format!("cpu qmatmul {q:?} x {} vs dequantized product", xd.as_str()),
+                match res {
+                    Ok(f) if f < 0.01 => {
+                        println!(
+                            "  cpu qmatmul {q:?} x {}: max |err| {:.2}% of max |out| (device tolerance 2-3%)",
+                            xd.as_str(),
+                            100.0 * f
+                        );
+                        Ok(())
+                    }
+                    Ok(f) => Err(format!("{:.2}% of max |out|, more than 1%", 100.0 * f)),
+                    Err(e) => Err(e.to_string()),
+                },
+            );
+        }
+    }
+    r.finish();
+}
