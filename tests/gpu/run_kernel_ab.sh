@@ -15,7 +15,7 @@ tmp=$(mktemp -d)
 flags="-cubin -arch=sm_90 -std=c++17 -O3 --expt-relaxed-constexpr"
 for m in unary binary reduce; do
   nvcc $flags -I $orig -o $tmp/$m.orig.cubin $orig/$m.cu
-  nvcc $flags -I tests/gpu/nvcc_hip_shim -I $gen -x cu -o $tmp/$m.gen.cubin $gen/$m.hip
+  nvcc $flags -I hip-on-cuda/include -I $gen -x cu -o $tmp/$m.gen.cubin $gen/$m.hip
 done
 nvcc -std=c++17 -O2 -o $tmp/kernel_ab tests/gpu/kernel_ab.cu -lcuda
 unary=$(grep -oE "^kernel unary u[a-z0-9]+_(f32|f16|bf16)$" tests/fixtures/cuda-kernels-0.11.1.txt | awk '{print $3}' | grep -vE "^u(elu|powf)_")
