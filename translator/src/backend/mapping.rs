@@ -53,7 +53,17 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("CUBLAS_COMPUTE_32F_FAST_16BF", "rocblas_datatype_f32_r"),
     ("cublasGemmAlgo_t", "rocblas_gemm_algo"),
     ("CUBLAS_GEMM_DEFAULT_TENSOR_OP", "rocblas_gemm_algo_standard"),
+    // The warp size handed to kernel launchers (ggml's MMQ `warp_size_host`) is
+    // the lane count the translated kernels were written for: 32 on every AMD
+    // arch (rule warp-sync-intrinsics makes every shuffle 32 wide; a CDNA
+    // wavefront of 64 runs two logical warps), not the hardware wavefront.
+    ("CU_DEVICE_ATTRIBUTE_WARP_SIZE", "CU_DEVICE_ATTRIBUTE_KERNEL_WARP_SIZE"),
 ];
+
+/// Device predicates (rule `device-predicates`): where upstream asks whether
+/// a device is the CUDA one, the ROCm device is accepted too, because it runs
+/// the same kernels and so must meet the same expectations.
+pub const DEVICE_PREDICATES: &[(&str, &str)] = &[("is_cuda", "is_rocm")];
 
 /// The word rule: inside any other identifier, these spellings become the
 /// ROCm ones (`CudaDevice` → `RocmDevice`, `cuda_fwd` → `rocm_fwd`,

@@ -16,6 +16,7 @@
 
 pub mod cfg;
 pub mod device_tests;
+pub mod device_predicates;
 pub mod mapping;
 pub mod package;
 pub mod rules;
@@ -133,6 +134,10 @@ pub fn twin_file(file: &str, label: &str, source: &str) -> Result<MirroredFile, 
     pass.visit_file_mut(&mut parsed);
     if let Some(e) = pass.error {
         return Err(e);
+    }
+    let predicates = device_predicates::rewrite(file, &mut parsed)?;
+    if predicates > 0 {
+        *counts.entry("device-predicates").or_default() += predicates;
     }
     let text = if counts.is_empty() && gaps.is_empty() { source.to_string() } else { format!("{}{}", provenance(label, "with ROCm twins"), print(&mut parsed)) };
     Ok(MirroredFile { text, unmapped: BTreeSet::new(), rule_counts: counts, gaps })
