@@ -6,8 +6,10 @@
 //!   check, `manifest` MANIFEST.toml and NOTICE.md, `regen` the command).
 //! * `parity` regenerates and prints `generated/PARITY.md`.
 //! * `build-kernels` compiles `generated/kernels` for AMD GPUs with hipcc.
+//! * `gpu-bundle` builds what the GPU run on the NVIDIA machine needs (`gpu_bundle`).
 
 mod build_kernels;
+mod gpu_bundle;
 mod hipify;
 mod manifest;
 mod parity;
@@ -36,6 +38,8 @@ enum Command {
     Parity(regen::RegenArgs),
     /// Compile generated/kernels for AMD GPUs with hipcc and check kernel parity.
     BuildKernels(build_kernels::BuildArgs),
+    /// Build the forwarding runtime and the ROCm test binaries to carry to the NVIDIA machine.
+    GpuBundle(gpu_bundle::BundleArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
         Command::Regen(args) => regen::run(args),
         Command::Parity(args) => parity::run(args),
         Command::BuildKernels(args) => build_kernels::run(args),
+        Command::GpuBundle(args) => gpu_bundle::run(args),
     };
     match result {
         Ok(code) => code,
