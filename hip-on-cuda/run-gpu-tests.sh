@@ -68,7 +68,7 @@ while IFS=$'\t' read -r group cwd bin; do
   name=$(basename "$bin")
   log="$results/logs/$group-$name.log"
   start=$(date +%s)
-  (cd "$root/$cwd" && timeout 540 "$bundle/$bin" --test-threads="$threads") >"$log" 2>&1
+  (cd "$root/$cwd" && timeout 540 "$bundle/$bin" --test-threads="$threads" --nocapture) >"$log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))
   read -r pass fail ign < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) g += $i } } END { print p+0, f+0, g+0 }' "$log")

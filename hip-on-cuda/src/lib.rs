@@ -122,6 +122,7 @@ macro_rules! hip_exports {
 }
 
 // After the macros above, which the modules use.
+pub mod amd_host_code;
 pub mod blas;
 pub mod context;
 pub mod memory;

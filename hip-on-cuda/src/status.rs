@@ -44,6 +44,7 @@ hip_errors! {
     hipErrorProfilerAlreadyStopped = 8, "profiler already stopped";
     hipErrorInvalidMemcpyDirection = 21, "invalid copy direction for memcpy";
     hipErrorInsufficientDriver = 35, "driver version is insufficient for runtime version";
+    hipErrorInvalidDeviceFunction = 98, "invalid device function";
     hipErrorNoDevice = 100, "no ROCm-capable device is detected";
     hipErrorInvalidDevice = 101, "invalid device ordinal";
     hipErrorInvalidImage = 200, "device kernel image is invalid";

@@ -132,6 +132,7 @@ fn error_names_and_strings() {
 fn symbol_versions_cover_every_hip_export() {
     // Every `hip*` function defined in src/ has a version node, and only those.
     let sources = [
+        include_str!("amd_host_code.rs"),
         include_str!("context.rs"),
         include_str!("memory.rs"),
         include_str!("module.rs"),
@@ -142,9 +143,10 @@ fn symbol_versions_cover_every_hip_export() {
         .iter()
         .flat_map(|s| s.split("extern \"C\" fn ").skip(1))
         .map(|rest| rest.split('(').next().unwrap_or_default())
-        .filter(|name| name.starts_with("hip"))
+        .filter(|name| name.starts_with("hip") || name.starts_with("__hip"))
         .collect();
     let lists = [
+        crate::amd_host_code::SYMBOL_VERSIONS,
         context::SYMBOL_VERSIONS,
         memory::SYMBOL_VERSIONS,
         module::SYMBOL_VERSIONS,
@@ -322,4 +324,27 @@ unsafe fn streams_events_and_kernels() {
     assert_eq!(stream_event::hipStreamDestroy(s), hipSuccess);
     // The per-thread default stream handle is usable as is.
     assert_eq!(stream_event::hipStreamSynchronize(2usize as *mut _), hipSuccess);
+}
+
+/// AMD-compiled host code loads (its fat binaries register) but its kernels
+/// never run: the launch fails with hipErrorNoBinaryForGpu, which
+/// hipGetLastError reports once.
+#[test]
+fn amd_host_code_registers_but_does_not_launch() {
+    use crate::amd_host_code::*;
+    unsafe {
+        let handle = __hipRegisterFatBinary(std::ptr::null());
+        assert!(!handle.is_null());
+        let d = Dim3 { x: 2, y: 1, z: 1 };
+        assert_eq!(__hipPushCallConfiguration(d, d, 16, null_mut()), hipSuccess);
+        let (mut g, mut b, mut s, mut st) = (Dim3::default(), Dim3::default(), 0usize, std::ptr::dangling_mut::<c_void>());
+        assert_eq!(__hipPopCallConfiguration(&mut g, &mut b, &mut s, &mut st), hipSuccess);
+        assert_eq!((g, b, s, st.is_null()), (d, d, 16, true));
+        assert_eq!(__hipPopCallConfiguration(&mut g, &mut b, &mut s, &mut st), crate::status::hipErrorInvalidValue);
+        assert_eq!(hipGetLastError(), crate::status::hipErrorInvalidValue);
+        assert_eq!(hipLaunchKernel(std::ptr::null(), d, d, null_mut(), 0, null_mut()), crate::status::hipErrorNoBinaryForGpu);
+        assert_eq!(hipGetLastError(), crate::status::hipErrorNoBinaryForGpu);
+        assert_eq!(hipGetLastError(), hipSuccess);
+        __hipUnregisterFatBinary(handle);
+    }
 }
