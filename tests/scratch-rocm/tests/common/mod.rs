@@ -459,6 +459,28 @@ pub enum Support {
 
 pub type RunFn = Box<dyn Fn(&Device) -> Result<Tensor>>;
 
+/// A reference of the case's own, computed on the host from the same inputs, for ops
+/// where the CPU backend of this release is not a trustworthy reference. The device
+/// result is compared with it instead of with the CPU backend; the CPU backend is still
+/// compared with it (`cpu_vs_reference`), and a CPU mismatch is reported as a known
+/// upstream CPU bug when `cpu_bug` explains it, as a failure when nothing does.
+pub struct HostReference {
+    /// What the reference is ("naive loop in f64"): named in the cross-check's row.
+    pub what: &'static str,
+    /// Computes the reference, on the CPU (same inputs as `Case::run`).
+    pub run: RunFn,
+    pub cpu_bug: Option<CpuBug>,
+}
+
+/// A known bug of the CPU backend of this release on this case: the CPU result differs
+/// from the host reference; `still_right` selects the part of the result the bug does not
+/// touch (compared with the case's tolerance, so the bug cannot hide anything else), `None`
+/// when it touches every element.
+pub struct CpuBug {
+    pub reason: &'static str,
+    pub still_right: Option<Box<dyn Fn(&Tensor) -> Result<Tensor>>>,
+}
+
 pub struct Case {
     /// The `BackendStorage` method (or other group) the case exercises.
     pub method: &'static str,
@@ -467,6 +489,8 @@ pub struct Case {
     pub support: Support,
     pub tol: Tol,
     pub run: RunFn,
+    /// `Some`: the device result is compared with this instead of the CPU backend.
+    pub reference: Option<HostReference>,
 }
 
 impl Case {
@@ -477,7 +501,33 @@ impl Case {
         tol: Tol,
         run: impl Fn(&Device) -> Result<Tensor> + 'static,
     ) -> Self {
-        Case { method, name, support, tol, run: Box::new(run) }
+        Case { method, name, support, tol, run: Box::new(run), reference: None }
+    }
+
+    /// Compares the device with `run` (a host reference) instead of the CPU backend.
+    pub fn with_reference(mut self, what: &'static str, run: impl Fn(&Device) -> Result<Tensor> + 'static) -> Self {
+        self.reference = Some(HostReference { what, run: Box::new(run), cpu_bug: None });
+        self
+    }
+
+    /// Declares a known upstream CPU bug: the CPU backend differs from the host reference
+    /// (needs `with_reference` first); `still_right` selects what must still agree.
+    pub fn with_cpu_bug(
+        mut self,
+        reason: &'static str,
+        still_right: impl Fn(&Tensor) -> Result<Tensor> + 'static,
+    ) -> Self {
+        let r = self.reference.as_mut().expect("with_cpu_bug needs a host reference");
+        r.cpu_bug = Some(CpuBug { reason, still_right: Some(Box::new(still_right)) });
+        self
+    }
+
+    /// Declares a known upstream CPU bug that makes every element of the CPU result differ
+    /// from the host reference (needs `with_reference` first).
+    pub fn with_cpu_bug_everywhere(mut self, reason: &'static str) -> Self {
+        let r = self.reference.as_mut().expect("with_cpu_bug_everywhere needs a host reference");
+        r.cpu_bug = Some(CpuBug { reason, still_right: None });
+        self
     }
 
     /// Whether the CUDA backend of this release runs the case.
@@ -506,7 +556,8 @@ pub enum Status {
     Fail(String),
     /// Not supported by the CUDA backend either, and the ROCm backend said so with an error.
     Unsupported(String),
-    /// Upstream CUDA bug, reproduced by the mirror.
+    /// Known upstream bug of this release, reported but not a failure: the CUDA backend's
+    /// (reproduced by the mirror), or the CPU backend's against a host reference.
     KnownBug(String),
     /// The device ran it (CUDA would not), but the CPU has no reference.
     NoReference(String),
@@ -548,7 +599,11 @@ pub fn evaluate(case: &Case, dev: &Device, kernels: &CudaKernels) -> Status {
         Err(e) if must_work => return Status::Fail(format!("{:?} error: {e}", dev.location())),
         Err(e) => return Status::Unsupported(format!("{} (device: {e})", case.unsupported_reason(kernels))),
     };
-    let want = match guarded(|| (case.run)(&Device::Cpu)) {
+    let want = match &case.reference {
+        Some(r) => guarded(|| (r.run)(&Device::Cpu)),
+        None => guarded(|| (case.run)(&Device::Cpu)),
+    };
+    let want = match want {
         Ok(w) => w,
         Err(e) if must_work => return Status::Fail(format!("CPU reference failed: {e}")),
         Err(e) => return Status::NoReference(format!("{}; CPU: {e}", case.unsupported_reason(kernels))),
@@ -560,6 +615,45 @@ pub fn evaluate(case: &Case, dev: &Device, kernels: &CudaKernels) -> Status {
             _ => Status::Fail(msg),
         },
     }
+}
+
+/// For a case with a host reference: the CPU backend against that reference (`None`
+/// without one). Agreement passes; a mismatch the case's `cpu_bug` explains (and outside
+/// its `still_right` part) is a known upstream CPU bug; any other mismatch fails, and so
+/// does a declared CPU bug that does not show (the declaration would be wrong).
+pub fn cpu_vs_reference(case: &Case) -> Option<(String, Status)> {
+    let r = case.reference.as_ref()?;
+    let row = format!("{} [cpu backend vs {}]", case.name, r.what);
+    let pair = guarded(|| Ok(((case.run)(&Device::Cpu)?, (r.run)(&Device::Cpu)?)));
+    let (cpu, want) = match pair {
+        Ok(p) => p,
+        Err(e) => return Some((row, Status::Fail(format!("CPU backend or host reference failed: {e}")))),
+    };
+    let status = match (compare(&cpu, &want, case.tol), &r.cpu_bug) {
+        (Ok(e), None) => Status::Pass(e),
+        (Ok(_), Some(b)) => Status::Fail(format!(
+            "declared upstream CPU bug did not show (the CPU backend agrees with the {}): {}",
+            r.what, b.reason
+        )),
+        (Err(m), None) => Status::Fail(format!("CPU backend disagrees with the {}: {m}", r.what)),
+        (Err(m), Some(CpuBug { reason, still_right: None })) => {
+            Status::KnownBug(format!("upstream CPU bug: {reason}: {m}"))
+        }
+        (Err(m), Some(CpuBug { reason, still_right: Some(sel) })) => {
+            let part = guarded(|| Ok((sel(&cpu)?, sel(&want)?)));
+            match part {
+                Ok((c, w)) => match compare(&c, &w, case.tol) {
+                    Ok(_) => Status::KnownBug(format!("upstream CPU bug: {reason}: {m}")),
+                    Err(m2) => Status::Fail(format!(
+                        "CPU backend differs from the {} where the declared CPU bug does not reach: {m2}",
+                        r.what
+                    )),
+                },
+                Err(e) => Status::Fail(format!("selecting the part the CPU bug does not touch: {e}")),
+            }
+        }
+    };
+    Some((row, status))
 }
 
 /// Results of a run, printed as a summary; `finish` fails the test on any failure.
@@ -589,6 +683,9 @@ impl Report {
                 println!("  {:<10} {}: {status:?}", case.method, case.name);
             }
             report.push(case.method, case.name.clone(), status);
+            if let Some((row, status)) = cpu_vs_reference(case) {
+                report.push(case.method, row, status);
+            }
         }
         report
     }
