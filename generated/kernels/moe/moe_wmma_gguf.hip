@@ -266,6 +266,7 @@ __global__ void moe_gemm_gguf_prefill_kernel(
                 
                 wmma_mma(c_frag, a_frag, b_frag, c_frag);
             }
+            __syncthreads(); // rule upstream-kernel-fixes: the next iteration refills A_sh and the B tile other warps may still be reading
         } // end k_base loop
 
         // Store C_frag to C_sh

@@ -191,6 +191,27 @@ pub const HOST_ARCH_QUERIES: &[HostArchQuery] = &[HostArchQuery {
     why: "the translated MMQ device code has no NVIDIA tensor-core tiles (arch-guards): the launchers must pick the 64-row tiles and no stream-k",
 }];
 
+/// A loop of an upstream kernel that needs a barrier before its closing brace.
+pub struct UpstreamBarrier {
+    /// Path relative to candle-kernels' `src/`.
+    pub file: &'static str,
+    /// The line comment upstream puts after the loop's closing brace.
+    pub loop_end_comment: &'static str,
+    pub why: &'static str,
+}
+
+/// Rule `upstream-kernel-fixes`: races in upstream kernels (found by
+/// compute-sanitizer racecheck on the H100; see hip-on-cuda/NVIDIA-FINDINGS.md).
+pub const UPSTREAM_BARRIERS: &[UpstreamBarrier] = &[
+    UpstreamBarrier {
+        file: "moe/moe_wmma_gguf.cu",
+        loop_end_comment: "// end k_base loop",
+        why: "the next iteration refills A_sh and the B tile other warps may still be reading",
+    },
+    #[cfg(test)]
+    UpstreamBarrier { file: "t.cu", loop_end_comment: "// end k_base loop", why: "test row" },
+];
+
 /// CUDA toolkit version macros. HIP defines none of them, so in preprocessor
 /// conditions they read as 0 (as they would under hipcc); every feature they
 /// gate upstream is provided by HIP or the compat headers instead.

@@ -17,6 +17,7 @@ mod prelude;
 mod residue;
 pub(crate) mod tokens;
 mod toolkit_version;
+mod upstream_fixes;
 mod warp_sync;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -57,6 +58,7 @@ pub const PIPELINE: &[Rule] = &[
     Rule { name: "arch-guards", apply: arch_guards::apply },
     Rule { name: "fold-conditionals", apply: fold_conditionals::apply },
     Rule { name: "host-arch-queries", apply: host_arch::apply },
+    Rule { name: "upstream-kernel-fixes", apply: upstream_fixes::apply },
     Rule { name: "inline-asm", apply: inline_asm::apply },
     Rule { name: "warp-sync-intrinsics", apply: warp_sync::apply },
     Rule { name: "names", apply: names::apply },
