@@ -423,16 +423,7 @@ fn nn_ops_rocm_vs_cpu() {
 fn nn_harness_cpu_vs_cpu() {
     let k = CudaKernels::load();
     let mut r = Report::new("nn harness (cpu vs cpu)");
-    for c in nn_cases(&k).iter().filter(|c| c.expected_to_work(&k)) {
-        let status = match (guarded(|| (c.run)(&Device::Cpu)), guarded(|| (c.run)(&Device::Cpu))) {
-            (Ok(a), Ok(b)) => match compare(&a, &b, Tol::Exact) {
-                Ok(e) => Status::Pass(e),
-                Err(m) => Status::Fail(format!("two CPU runs differ: {m}")),
-            },
-            (Err(e), _) | (_, Err(e)) => Status::Fail(format!("CPU cannot run the case: {e}")),
-        };
-        r.push(c.method, c.name.clone(), status);
-    }
+    r.push_cpu_runs_agree(&nn_cases(&k), &k);
     // The fast CPU ops agree with their slow references within the tolerance the device gets.
     for c in nn_cases(&k).iter().filter(|c| {
         c.name.contains("vs cpu")

@@ -451,16 +451,7 @@ fn quantized_rocm_vs_cpu() {
 fn quantized_harness_cpu_vs_cpu() {
     let k = CudaKernels::load();
     let mut r = Report::new("quantized harness (cpu vs cpu)");
-    for c in quant_cases(&k).iter().filter(|c| c.expected_to_work(&k)) {
-        let status = match (guarded(|| (c.run)(&Device::Cpu)), guarded(|| (c.run)(&Device::Cpu))) {
-            (Ok(a), Ok(b)) => match compare(&a, &b, Tol::Exact) {
-                Ok(e) => Status::Pass(e),
-                Err(m) => Status::Fail(format!("two CPU runs differ: {m}")),
-            },
-            (Err(e), _) | (_, Err(e)) => Status::Fail(format!("CPU cannot run the case: {e}")),
-        };
-        r.push(c.method, c.name.clone(), status);
-    }
+    r.push_cpu_runs_agree(&quant_cases(&k), &k);
     // The quantized outputs are close to the dequantized-weight product (sanity of the
     // RelToMax tolerances: the CPU's own activation quantization stays well inside them).
     for q in QUANT_DTYPES.into_iter().filter(|&q| has_qmatmul(q)) {

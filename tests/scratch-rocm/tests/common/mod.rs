@@ -703,6 +703,21 @@ impl Report {
         self.push(method, name.into(), status);
     }
 
+    /// Runs the CPU side of each case that must work twice: both runs must
+    /// succeed and agree exactly (deterministic inputs and references).
+    pub fn push_cpu_runs_agree(&mut self, cases: &[Case], k: &CudaKernels) {
+        for c in cases.iter().filter(|c| c.expected_to_work(k)) {
+            let status = match (guarded(|| (c.run)(&Device::Cpu)), guarded(|| (c.run)(&Device::Cpu))) {
+                (Ok(a), Ok(b)) => match compare(&a, &b, Tol::Exact) {
+                    Ok(e) => Status::Pass(e),
+                    Err(m) => Status::Fail(format!("two CPU runs differ: {m}")),
+                },
+                (Err(e), _) | (_, Err(e)) => Status::Fail(format!("CPU cannot run the case: {e}")),
+            };
+            self.push(c.method, c.name.clone(), status);
+        }
+    }
+
     pub fn failures(&self) -> Vec<String> {
         self.rows
             .iter()
