@@ -9,6 +9,7 @@
 //! * `gpu-bundle` builds what the GPU run on the NVIDIA machine needs (`gpu_bundle`).
 
 mod build_kernels;
+mod fingerprint;
 mod gpu_bundle;
 mod hipify;
 mod manifest;

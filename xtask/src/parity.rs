@@ -19,6 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use rayon::prelude::*;
 use syn::visit::Visit;
 use translator::backend::rules::rename;
 use translator::backend::twins::is_cuda_ident;
@@ -56,7 +57,10 @@ pub fn rows(tree: &Tree) -> Vec<Row> {
             .iter()
             .filter_map(|(p, c)| p.strip_prefix(&format!("{package}/")).filter(|p| p.starts_with("src/") && p.ends_with(".rs")).map(|p| (p, String::from_utf8_lossy(c).into_owned())))
             .collect();
-        let items: BTreeMap<&str, BTreeSet<String>> = files.iter().map(|(p, text)| (*p, fn_items(text))).collect();
+        // parsing dominates: every file is parsed on the thread pool
+        let items: BTreeMap<&str, BTreeSet<String>> = files.par_iter().map(|(p, text)| (*p, fn_items(text))).collect();
+        let variants_of: BTreeMap<&str, BTreeSet<String>> =
+            files.par_iter().filter(|(p, _)| mirror_path(p).is_none() && !is_rocm_only(p)).map(|(p, text)| (*p, enum_variants(text))).collect();
         // the CUDA-only files against their mirrors
         for (path, names) in &items {
             let Some(mirror) = mirror_path(path) else { continue };
@@ -76,11 +80,7 @@ pub fn rows(tree: &Tree) -> Vec<Row> {
                 rows.push(Row { category: "CUDA hook", cuda: format!("{package}/{path}: {name}"), rocm: twin.clone(), present: names.contains(&twin) });
             }
         }
-        for (path, text) in &files {
-            if mirror_path(path).is_some() || is_rocm_only(path) {
-                continue;
-            }
-            let variants = enum_variants(text);
+        for (path, variants) in &variants_of {
             for v in variants.iter().filter(|v| v.rsplit("::").next().is_some_and(is_cuda_ident)) {
                 let (twin, _) = rename_path(v);
                 rows.push(Row { category: "enum variant", cuda: format!("{package}/{path}: {v}"), rocm: twin.clone(), present: variants.contains(&twin) });

@@ -13,8 +13,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use rayon::prelude::*;
 
-use crate::manifest;
+use crate::{fingerprint, hipify, manifest};
 use crate::steps::{StepInput, StepOutput, STEPS};
 use crate::tree::{self, Tree};
 use crate::upstream::{self, Upstream};
@@ -56,23 +57,48 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
         None => upstream::from_registry(&config.candle, args.candle_version.as_deref().unwrap_or(&config.candle.version))?,
     };
 
+    let record = fingerprint::record_path(&root, &out_dir);
+    let inputs_digest = if args.check {
+        None
+    } else {
+        let config_text = std::fs::read_to_string(root.join(upstream::CONFIG)).with_context(|| format!("reading {}", upstream::CONFIG))?;
+        Some(fingerprint::inputs_digest(&upstream, &config_text, &out_dir, hipify::find().as_deref())?)
+    };
+    if let (Some(inputs), Some(previous)) = (&inputs_digest, fingerprint::load(&record)) {
+        if previous.inputs == *inputs && previous.output == fingerprint::tree_digest(&read_output(&out_dir)?) {
+            println!("regen: {}", upstream.describe());
+            println!("  {}/ is up to date: the translator, the inputs and the output are those of the last regen (nothing translated, nothing written)", tree::shown(&out_dir).display());
+            println!("  wall time: {:.2}s", start.elapsed().as_secs_f64());
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+
     let input = StepInput { upstream: &upstream, rocm_crates: rocm_crate_paths(&root, &out_dir) };
-    let steps = STEPS.iter().map(|step| step(&input)).collect::<Result<Vec<_>>>()?;
+    // the steps are independent: they run on the thread pool (as do the files inside them)
+    let steps = STEPS.par_iter().map(|step| step(&input)).collect::<Result<Vec<_>>>()?;
     let tree = assemble(&upstream, &config.kernels.static_library, &steps)?;
     let label = format!("{}/", tree::shown(&out_dir).display());
 
+    let on_disk = read_output(&out_dir).with_context(|| format!("reading {label}"))?;
     if args.check {
-        let mut on_disk = tree::read_tree(&out_dir).with_context(|| format!("reading {label}"))?;
-        // cargo's lock file of a generated package built on its own is not ours
-        on_disk.retain(|path, _| !is_package_lock(path));
         let (up_to_date, text) = tree::check_report(&on_disk, &tree, &label);
         report(&upstream, &steps, &tree, &label, start);
         print!("{text}");
         return Ok(if up_to_date { ExitCode::SUCCESS } else { ExitCode::FAILURE });
     }
     let previous = std::fs::read_to_string(out_dir.join(manifest::MANIFEST)).ok();
-    tree::write_atomic(&tree, &out_dir).with_context(|| format!("writing {label}"))?;
+    let unchanged = on_disk == tree;
+    if !unchanged {
+        tree::write_atomic(&tree, &out_dir).with_context(|| format!("writing {label}"))?;
+    }
+    if let Some(inputs) = inputs_digest {
+        fingerprint::store(&record, &fingerprint::Fingerprint { inputs, output: fingerprint::tree_digest(&tree) });
+    }
     report(&upstream, &steps, &tree, &label, start);
+    if unchanged {
+        println!("  {label} was already this tree: nothing written");
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(previous) = previous {
         println!("  since the previous regen:");
         for line in manifest::changes_since(&previous, &tree[manifest::MANIFEST]) {
@@ -80,6 +106,14 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The output directory as regen compares it: every file but the packages' lock files.
+fn read_output(out_dir: &Path) -> Result<Tree> {
+    let mut on_disk = tree::read_tree(out_dir)?;
+    // cargo's lock file of a generated package built on its own is not ours
+    on_disk.retain(|path, _| !is_package_lock(path));
+    Ok(on_disk)
 }
 
 /// `<package>/Cargo.lock`: written by cargo when a generated package is

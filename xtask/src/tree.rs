@@ -51,6 +51,7 @@ pub fn write_atomic(tree: &Tree, out: &Path) -> Result<()> {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         std::fs::write(&path, contents).with_context(|| format!("writing {}", path.display()))?;
+        keep_mtime_if_unchanged(&out.join(rel), &path, contents);
     }
     let staged = staging.keep();
     let old = parent.join(format!(".{name}.old-{pid}"));
@@ -72,6 +73,19 @@ pub fn write_atomic(tree: &Tree, out: &Path) -> Result<()> {
         std::fs::remove_dir_all(&old).with_context(|| format!("removing the previous tree {}", old.display()))?;
     }
     Ok(())
+}
+
+/// A file whose contents a regen did not change keeps its modification time,
+/// so builds that watch generated/ (the kernels' build script) see no change
+/// in it. Best effort: a fresh time only costs a rebuild.
+fn keep_mtime_if_unchanged(previous: &Path, staged: &Path, contents: &[u8]) {
+    let Ok(meta) = std::fs::metadata(previous) else { return };
+    if meta.len() != contents.len() as u64 || std::fs::read(previous).ok().as_deref() != Some(contents) {
+        return;
+    }
+    if let (Ok(time), Ok(file)) = (meta.modified(), std::fs::File::options().write(true).open(staged)) {
+        let _ = file.set_modified(time);
+    }
 }
 
 fn parent_and_name(out: &Path) -> Result<(PathBuf, String)> {

@@ -28,8 +28,11 @@ pub struct KernelsConfig {
     pub static_library: Vec<String>,
 }
 
+/// The pin file at the workspace root.
+pub const CONFIG: &str = "upstream.toml";
+
 pub fn load_config(workspace: &Path) -> Result<UpstreamConfig> {
-    let path = workspace.join("upstream.toml");
+    let path = workspace.join(CONFIG);
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }

@@ -176,3 +176,42 @@ fn regen_cleans_stale_siblings_and_check_reports_up_to_date() {
     let text = String::from_utf8_lossy(&check.stdout);
     assert!(text.contains("removed (regen would delete ") && text.contains("kernels/extra.hip)"), "{text}");
 }
+
+#[test]
+fn a_repeated_regen_translates_nothing_until_an_input_or_the_output_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("gen");
+    let src = checkout(dir.path(), &[("ok.cu", "extern \"C\" __global__ void k() {}\n")]);
+    let args = ["regen", "--candle-src", src.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    let stdout = |o: &Output| {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let first = stdout(&xtask(&args, &[]));
+    assert!(first.contains("rule counts"), "{first}");
+    let hip = out.join("kernels/ok.hip");
+    let written = std::fs::metadata(&hip).unwrap().modified().unwrap();
+    let again = stdout(&xtask(&args, &[]));
+    assert!(again.contains("is up to date: the translator, the inputs and the output are those of the last regen"), "{again}");
+
+    // a hand edit of the output: translated again and undone, other files keep their time
+    let original = std::fs::read_to_string(&hip).unwrap();
+    std::fs::write(out.join("MANIFEST.toml"), "edited").unwrap();
+    let redone = stdout(&xtask(&args, &[]));
+    assert!(redone.contains("rule counts") && !redone.contains("nothing written"), "{redone}");
+    assert_ne!(std::fs::read_to_string(out.join("MANIFEST.toml")).unwrap(), "edited");
+    assert_eq!(std::fs::metadata(&hip).unwrap().modified().unwrap(), written, "an unchanged file keeps its modification time");
+
+    // a changed input: translated again
+    std::fs::write(src.join("candle-kernels/src/ok.cu"), "extern \"C\" __global__ void k2() {}\n").unwrap();
+    let changed = stdout(&xtask(&args, &[]));
+    assert!(changed.contains("rule counts"), "{changed}");
+    assert_ne!(std::fs::read_to_string(&hip).unwrap(), original);
+    // the same tree once more through the translator (no record): nothing written
+    use sha2::Digest;
+    let key: String = sha2::Sha256::digest(out.to_str().unwrap().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let record = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../target/xtask/regen-{}.txt", &key[..16]));
+    std::fs::remove_file(&record).unwrap();
+    let same = stdout(&xtask(&args, &[]));
+    assert!(same.contains("was already this tree: nothing written"), "{same}");
+}

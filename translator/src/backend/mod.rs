@@ -25,6 +25,7 @@ pub mod twins;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rayon::prelude::*;
 use quote::ToTokens;
 use syn::visit_mut::VisitMut;
 
@@ -270,56 +271,34 @@ pub struct CrateMirror {
 /// copied as they are.
 pub fn mirror_crate(sources: &BTreeMap<String, String>, label: &str) -> Result<CrateMirror, TranslateError> {
     let mut out = CrateMirror::default();
-    let mut queue = vec![("src/lib.rs".to_string(), "src/lib.rs".to_string(), Mode::Twin)];
+    let mut level = vec![("src/lib.rs".to_string(), "src/lib.rs".to_string(), Mode::Twin)];
     let mut reached = BTreeSet::new();
-    while let Some((input, output, mode)) = queue.pop() {
-        let source = sources.get(&input).ok_or_else(|| TranslateError::unsupported(&input, 0, "mod", "the module's file is missing"))?;
-        reached.insert(input.clone());
-        let file_label = format!("{label} {input}");
-        let result = match mode {
-            Mode::Twin => twin_file(&input, &file_label, source)?,
-            Mode::Mirror => mirror_file(&input, &file_label, source)?,
-            Mode::Verbatim => MirroredFile { text: source.clone(), unmapped: BTreeSet::new(), rule_counts: BTreeMap::new(), gaps: vec![] },
-        };
-        for (rule, n) in &result.rule_counts {
-            *out.rule_counts.entry(rule).or_default() += n;
-        }
-        out.gaps.extend(result.gaps.iter().cloned());
-        if mode == Mode::Mirror {
-            if !result.unmapped.is_empty() {
-                out.unmapped.insert(output.clone(), result.unmapped.clone());
+    // Module by module, a level of the module tree at a time: the files of one
+    // level are translated in parallel and merged in queue order, so the result
+    // (and the first error reported) does not depend on the thread count.
+    while !level.is_empty() {
+        let done: Vec<Result<(MirroredFile, Vec<(String, String, Mode)>), TranslateError>> =
+            level.par_iter().map(|(input, output, mode)| mirror_module(sources, label, input, output, *mode)).collect();
+        let mut next = Vec::new();
+        for ((input, output, mode), result) in level.into_iter().zip(done) {
+            let (result, children) = result?;
+            reached.insert(input.clone());
+            for (rule, n) in &result.rule_counts {
+                *out.rule_counts.entry(rule).or_default() += n;
             }
-            out.mirrored_from.insert(output.clone(), input.clone());
-        }
-        // children: the `mod x;` declarations of the input, and what became of them
-        let declared = file_mods(&input, &parse(&input, source)?)?;
-        let kept: BTreeSet<String> = file_mods(&output, &parse(&output, &result.text)?)?.into_iter().map(|(name, _)| name).collect();
-        for (name, specific) in declared {
-            let Some(child_in) = child_path(&input, &name, sources) else {
-                return Err(TranslateError::unsupported(&input, 0, &format!("mod {name};"), "no file for this module (looked for NAME.rs and NAME/mod.rs)"));
-            };
-            let child_out = out_child_path(&output, &name, &child_in);
-            match mode {
-                Mode::Twin if specific => {
-                    queue.push((child_in.clone(), child_out, Mode::Verbatim));
-                    let (twin_name, _) = rules::rename(&name);
-                    if kept.contains(&twin_name) {
-                        queue.push((child_in, out_child_path(&output, &twin_name, &child_in_named(&input, &name, sources)), Mode::Mirror));
-                    }
+            out.gaps.extend(result.gaps.iter().cloned());
+            if mode == Mode::Mirror {
+                if !result.unmapped.is_empty() {
+                    out.unmapped.insert(output.clone(), result.unmapped.clone());
                 }
-                Mode::Twin => queue.push((child_in, child_out, Mode::Twin)),
-                Mode::Verbatim => queue.push((child_in, child_out, Mode::Verbatim)),
-                Mode::Mirror => {
-                    let (twin_name, _) = rules::rename(&name);
-                    if kept.contains(&twin_name) {
-                        queue.push((child_in, out_child_path(&output, &twin_name, &child_in_named(&input, &name, sources)), Mode::Mirror));
-                    }
-                }
+                out.mirrored_from.insert(output.clone(), input.clone());
             }
+            if out.files.insert(output.clone(), result.text).is_some() {
+                return Err(TranslateError::unsupported(&input, 0, "mod", format!("two modules map to {output}")));
+            }
+            next.extend(children);
         }
-        if out.files.insert(output.clone(), result.text).is_some() {
-            return Err(TranslateError::unsupported(&input, 0, "mod", format!("two modules map to {output}")));
-        }
+        level = next;
     }
     for (path, text) in sources {
         if !reached.contains(path) && !out.files.contains_key(path) {
@@ -328,6 +307,44 @@ pub fn mirror_crate(sources: &BTreeMap<String, String>, label: &str) -> Result<C
     }
     out.gaps.sort();
     Ok(out)
+}
+
+/// One module of [`mirror_crate`]: its translation in `mode`, and its child
+/// modules (`mod x;`) with the paths and modes they get.
+fn mirror_module(sources: &BTreeMap<String, String>, label: &str, input: &str, output: &str, mode: Mode) -> Result<(MirroredFile, Vec<(String, String, Mode)>), TranslateError> {
+    let source = sources.get(input).ok_or_else(|| TranslateError::unsupported(input, 0, "mod", "the module's file is missing"))?;
+    let file_label = format!("{label} {input}");
+    let result = match mode {
+        Mode::Twin => twin_file(input, &file_label, source)?,
+        Mode::Mirror => mirror_file(input, &file_label, source)?,
+        Mode::Verbatim => MirroredFile { text: source.clone(), unmapped: BTreeSet::new(), rule_counts: BTreeMap::new(), gaps: vec![] },
+    };
+    // children: the `mod x;` declarations of the input, and what became of them
+    let declared = file_mods(input, &parse(input, source)?)?;
+    let kept: BTreeSet<String> = file_mods(output, &parse(output, &result.text)?)?.into_iter().map(|(name, _)| name).collect();
+    let mut children = Vec::new();
+    for (name, specific) in declared {
+        let Some(child_in) = child_path(input, &name, sources) else {
+            return Err(TranslateError::unsupported(input, 0, &format!("mod {name};"), "no file for this module (looked for NAME.rs and NAME/mod.rs)"));
+        };
+        let child_out = out_child_path(output, &name, &child_in);
+        let mirror_twin = |children: &mut Vec<_>| {
+            let (twin_name, _) = rules::rename(&name);
+            if kept.contains(&twin_name) {
+                children.push((child_in.clone(), out_child_path(output, &twin_name, &child_in_named(input, &name, sources)), Mode::Mirror));
+            }
+        };
+        match mode {
+            Mode::Twin if specific => {
+                children.push((child_in.clone(), child_out, Mode::Verbatim));
+                mirror_twin(&mut children);
+            }
+            Mode::Twin => children.push((child_in, child_out, Mode::Twin)),
+            Mode::Verbatim => children.push((child_in, child_out, Mode::Verbatim)),
+            Mode::Mirror => mirror_twin(&mut children),
+        }
+    }
+    Ok((result, children))
 }
 
 /// `mod x;` declarations at a file's top level: (name, CUDA-specific?).
