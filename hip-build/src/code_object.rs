@@ -149,6 +149,62 @@ pub fn host_functions(object_file: &Path) -> Result<BTreeSet<String>, HipBuildEr
         .collect())
 }
 
+/// One offload bundle holding every entry of the given single-arch bundles
+/// (each `--genco --offload-arch=A` output: a host entry and one image):
+/// one host entry (the first), then the device images in the order given.
+/// This is the bundle a multi-arch `--genco` writes, built from per-arch
+/// compiles that can run in parallel. Entries are 4096-aligned, as
+/// clang-offload-bundler aligns them for HIP.
+pub fn merge_bundles(parts: &[PathBuf]) -> Result<Vec<u8>, HipBuildError> {
+    let data: Vec<Vec<u8>> = parts.iter().map(|p| read(p)).collect::<Result<_, _>>()?;
+    let mut host: Option<Entry> = None;
+    let mut images: Vec<Entry> = Vec::new();
+    for (path, bytes) in parts.iter().zip(&data) {
+        for bundle in bundles_at(path, bytes)? {
+            let Bundle::Plain(entries, _) = bundle else {
+                return Err(bad(path, "is a compressed bundle: per-arch bundles are merged uncompressed only".to_string()));
+            };
+            for e in entries {
+                if arch_of_target(&e.target).is_none() {
+                    host.get_or_insert(e);
+                } else if images.iter().any(|i| i.target == e.target) {
+                    return Err(bad(path, format!("a second {} image", e.target)));
+                } else {
+                    images.push(e);
+                }
+            }
+        }
+    }
+    let entries: Vec<Entry> = host.into_iter().chain(images).collect();
+    Ok(write_bundle(&entries))
+}
+
+const BUNDLE_ALIGN: usize = 4096;
+
+fn write_bundle(entries: &[Entry]) -> Vec<u8> {
+    let header = BUNDLE_MAGIC.len() + 8 + entries.iter().map(|e| 24 + e.target.len()).sum::<usize>();
+    let mut offsets = Vec::with_capacity(entries.len());
+    let mut at = header;
+    for e in entries {
+        at = at.next_multiple_of(BUNDLE_ALIGN);
+        offsets.push(at);
+        at += e.bytes.len();
+    }
+    let mut out = BUNDLE_MAGIC.to_vec();
+    out.extend((entries.len() as u64).to_le_bytes());
+    for (e, offset) in entries.iter().zip(&offsets) {
+        out.extend((*offset as u64).to_le_bytes());
+        out.extend((e.bytes.len() as u64).to_le_bytes());
+        out.extend((e.target.len() as u64).to_le_bytes());
+        out.extend(e.target.as_bytes());
+    }
+    for (e, offset) in entries.iter().zip(&offsets) {
+        out.resize(*offset, 0);
+        out.extend(e.bytes);
+    }
+    out
+}
+
 struct Entry<'a> {
     target: String,
     bytes: &'a [u8],
@@ -344,6 +400,27 @@ mod tests {
         assert_eq!(pick_target(p, &t, "gfx103").unwrap(), None);
         let two: Vec<String> = ["hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-"].map(String::from).to_vec();
         assert!(pick_target(p, &two, "gfx90a").is_err());
+    }
+
+    #[test]
+    fn merged_bundles_keep_one_host_entry_and_every_image() {
+        let dir = tempfile::tempdir().unwrap();
+        let part = |name: &str, target: &str, image: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, write_bundle(&[Entry { target: "host-x86_64-unknown-linux".into(), bytes: b"" }, Entry { target: target.into(), bytes: image }])).unwrap();
+            path
+        };
+        let a = part("a", "hipv4-amdgcn-amd-amdhsa--gfx90a", b"AAAA");
+        let b = part("b", "hipv4-amdgcn-amd-amdhsa--gfx1030", b"BB");
+        let merged = merge_bundles(&[a.clone(), b]).unwrap();
+        let path = Path::new("m");
+        let bundles = bundles_at(path, &merged).unwrap();
+        let [Bundle::Plain(entries, _)] = bundles.as_slice() else { panic!("one plain bundle") };
+        let seen: Vec<(&str, &[u8])> = entries.iter().map(|e| (e.target.as_str(), e.bytes)).collect();
+        assert_eq!(seen, [("host-x86_64-unknown-linux", &b""[..]), ("hipv4-amdgcn-amd-amdhsa--gfx90a", b"AAAA"), ("hipv4-amdgcn-amd-amdhsa--gfx1030", b"BB")]);
+        assert!(merged.len() > 2 * BUNDLE_ALIGN, "device images are 4096-aligned");
+        let twice = merge_bundles(&[a.clone(), a]).unwrap_err().to_string();
+        assert!(twice.contains("a second hipv4-amdgcn-amd-amdhsa--gfx90a image"), "{twice}");
     }
 
     #[test]

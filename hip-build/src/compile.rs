@@ -1,9 +1,9 @@
 //! Locating hipcc and compiling HIP sources with it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::deps;
@@ -156,8 +156,81 @@ impl Hipcc {
         for arch in &job.arches {
             self.check_arch(arch)?;
         }
-        let failed = |out: &Output| HipBuildError::CompileFailed { source_path: job.source.clone(), stderr: trim_lines(&String::from_utf8_lossy(&out.stderr)) };
+        let all_deps = self.scan(job)?;
+        create_parent(&job.output)?;
+        let mut cmd = self.base_command(job);
+        match job.kind {
+            OutputKind::CodeObject => cmd.arg("--genco"),
+            OutputKind::Object => cmd.args(["-c", "-fPIC"]),
+        };
+        cmd.arg(&job.source).arg("-o").arg(&job.output);
+        let out = run(&mut cmd)?;
+        if !out.status.success() {
+            return Err(failed(job, &out));
+        }
+        let (depfile, dependencies) = write_depfile(job, all_deps)?;
+        Ok(CompileOutput { output: job.output.clone(), depfile, dependencies, stderr: String::from_utf8_lossy(&out.stderr).into_owned(), wall: start.elapsed() })
+    }
 
+    /// The device code of `job` for one of its arches alone (`--genco`), into
+    /// [`arch_part`]: the per-arch half of [`Hipcc::finish_arch_parts`], so that
+    /// the arches of one source compile in parallel.
+    fn compile_arch_part(&self, job: &CompileJob, arch: &str) -> Result<String, HipBuildError> {
+        self.check_arch(arch)?;
+        let part = arch_part(&job.output, arch);
+        create_parent(&part)?;
+        let mut cmd = self.command();
+        cmd.args(BASE_FLAGS).arg(format!("--offload-arch={arch}"));
+        for dir in &job.include_dirs {
+            cmd.arg("-I").arg(dir);
+        }
+        cmd.args(&job.extra_flags).arg("--genco").arg(&job.source).arg("-o").arg(&part);
+        let out = run(&mut cmd)?;
+        if !out.status.success() {
+            return Err(failed(job, &out));
+        }
+        Ok(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    /// After [`Hipcc::compile_arch_part`] for every arch of `job`: the
+    /// dependency scan, the per-arch bundles merged into one, which is the
+    /// code object, or, for an [`OutputKind::Object`], is embedded by a
+    /// host-side compile (`--cuda-host-only` with clang's
+    /// `-fcuda-include-gpubinary`, as the driver does after its own device
+    /// compiles); then the depfile.
+    fn finish_arch_parts(&self, job: &CompileJob, start: Instant, stderr: String) -> Result<CompileOutput, HipBuildError> {
+        let all_deps = self.scan(job)?;
+        let parts: Vec<PathBuf> = job.arches.iter().map(|a| arch_part(&job.output, a)).collect();
+        let bundle = crate::code_object::merge_bundles(&parts)?;
+        let mut stderr = stderr;
+        match job.kind {
+            OutputKind::CodeObject => std::fs::write(&job.output, &bundle).map_err(HipBuildError::io(format!("writing {}", job.output.display())))?,
+            OutputKind::Object => {
+                let mut fatbin = job.output.clone().into_os_string();
+                fatbin.push(".hipfb");
+                let fatbin = PathBuf::from(fatbin);
+                std::fs::write(&fatbin, &bundle).map_err(HipBuildError::io(format!("writing {}", fatbin.display())))?;
+                let mut cmd = self.base_command(job);
+                cmd.args(["--cuda-host-only", "-Xclang", "-fcuda-include-gpubinary", "-Xclang"]).arg(&fatbin).args(["-c", "-fPIC"]).arg(&job.source).arg("-o").arg(&job.output);
+                let out = run(&mut cmd)?;
+                let _ = std::fs::remove_file(&fatbin);
+                if !out.status.success() {
+                    return Err(failed(job, &out));
+                }
+                stderr.push_str(&String::from_utf8_lossy(&out.stderr));
+            }
+        }
+        for part in &parts {
+            let _ = std::fs::remove_file(part);
+        }
+        let (depfile, dependencies) = write_depfile(job, all_deps)?;
+        Ok(CompileOutput { output: job.output.clone(), depfile, dependencies, stderr, wall: start.elapsed() })
+    }
+
+    /// Every file `job`'s source includes (`-M --cuda-device-only`, plus
+    /// `-M --cuda-host-only` for [`OutputKind::Object`]); an error if any is a
+    /// CUDA header.
+    fn scan(&self, job: &CompileJob) -> Result<Vec<String>, HipBuildError> {
         let mut own_dirs = job.include_dirs.clone();
         own_dirs.extend(job.source.parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_path_buf() }));
         let mut sides = vec![("--cuda-device-only", "device code")];
@@ -170,7 +243,7 @@ impl Hipcc {
             cmd.args(["-M", flag]).arg(&job.source);
             let out = run(&mut cmd)?;
             if !out.status.success() {
-                return Err(failed(&out));
+                return Err(failed(job, &out));
             }
             let found = deps::parse_make_deps(&String::from_utf8_lossy(&out.stdout));
             if let Some(header) = deps::cuda_header_in(found.iter().map(String::as_str), &own_dirs) {
@@ -178,29 +251,7 @@ impl Hipcc {
             }
             all_deps.extend(found);
         }
-
-        if let Some(parent) = job.output.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(HipBuildError::io(format!("creating {}", parent.display())))?;
-        }
-        let mut cmd = self.base_command(job);
-        match job.kind {
-            OutputKind::CodeObject => cmd.arg("--genco"),
-            OutputKind::Object => cmd.args(["-c", "-fPIC"]),
-        };
-        cmd.arg(&job.source).arg("-o").arg(&job.output);
-        let out = run(&mut cmd)?;
-        if !out.status.success() {
-            return Err(failed(&out));
-        }
-
-        let mut seen = std::collections::HashSet::new();
-        let dependencies: Vec<PathBuf> =
-            all_deps.into_iter().filter(|d| seen.insert(d.clone())).map(|d| std::path::absolute(&d).unwrap_or_else(|_| PathBuf::from(d))).collect();
-        let mut depfile = job.output.clone().into_os_string();
-        depfile.push(".d");
-        let depfile = PathBuf::from(depfile);
-        std::fs::write(&depfile, deps::make_rule(&job.output, &dependencies)).map_err(HipBuildError::io(format!("writing {}", depfile.display())))?;
-        Ok(CompileOutput { output: job.output.clone(), depfile, dependencies, stderr: String::from_utf8_lossy(&out.stderr).into_owned(), wall: start.elapsed() })
+        Ok(all_deps)
     }
 
     /// hipcc with the base flags, arches, include dirs and extra flags of `job`.
@@ -216,6 +267,36 @@ impl Hipcc {
         cmd.args(&job.extra_flags);
         cmd
     }
+}
+
+fn failed(job: &CompileJob, out: &Output) -> HipBuildError {
+    HipBuildError::CompileFailed { source_path: job.source.clone(), stderr: trim_lines(&String::from_utf8_lossy(&out.stderr)) }
+}
+
+fn create_parent(path: &Path) -> Result<(), HipBuildError> {
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => std::fs::create_dir_all(parent).map_err(HipBuildError::io(format!("creating {}", parent.display()))),
+        None => Ok(()),
+    }
+}
+
+/// `OUTPUT.d`: a make rule naming every dependency (deduplicated, absolute).
+fn write_depfile(job: &CompileJob, all_deps: Vec<String>) -> Result<(PathBuf, Vec<PathBuf>), HipBuildError> {
+    let mut seen = std::collections::HashSet::new();
+    let dependencies: Vec<PathBuf> =
+        all_deps.into_iter().filter(|d| seen.insert(d.clone())).map(|d| std::path::absolute(&d).unwrap_or_else(|_| PathBuf::from(d))).collect();
+    let mut depfile = job.output.clone().into_os_string();
+    depfile.push(".d");
+    let depfile = PathBuf::from(depfile);
+    std::fs::write(&depfile, deps::make_rule(&job.output, &dependencies)).map_err(HipBuildError::io(format!("writing {}", depfile.display())))?;
+    Ok((depfile, dependencies))
+}
+
+/// Where the single-arch bundle of `output` for `arch` goes while its job is built.
+fn arch_part(output: &Path, arch: &str) -> PathBuf {
+    let mut name = output.as_os_str().to_owned();
+    name.push(format!(".{}.part", arch.replace(':', "_")));
+    PathBuf::from(name)
 }
 
 fn run(cmd: &mut Command) -> Result<Output, HipBuildError> {
@@ -254,28 +335,126 @@ pub fn compile_all(hipcc: &Hipcc, jobs: Vec<CompileJob>, parallelism: usize) -> 
 }
 
 /// [`compile_all`], calling `on_done` as each job finishes (from a worker thread).
+///
+/// A job for several arches is split: one task per arch (the device compile
+/// of that arch alone), then one task that merges them (and, for an object,
+/// compiles the host side). So a long source keeps every core busy instead
+/// of compiling its arches one after another while the other threads idle.
 pub fn compile_all_with_progress(hipcc: &Hipcc, jobs: Vec<CompileJob>, parallelism: usize, on_done: &(dyn Fn(&JobResult) + Sync)) -> Vec<JobResult> {
-    let threads = if parallelism == 0 { default_parallelism() } else { parallelism }.min(jobs.len().max(1));
-    let queue = Mutex::new(jobs.into_iter().enumerate().collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>());
+    let tasks: VecDeque<Task> = jobs
+        .iter()
+        .enumerate()
+        .flat_map(|(j, job)| if job.arches.len() > 1 { (0..job.arches.len()).map(|a| Task::Arch(j, a)).collect::<Vec<_>>() } else { vec![Task::Whole(j)] })
+        .collect();
+    let threads = if parallelism == 0 { default_parallelism() } else { parallelism }.min(tasks.len().max(1));
+    let state = Mutex::new(Schedule {
+        queue: tasks,
+        arches_left: jobs.iter().map(|j| j.arches.len()).collect(),
+        first_error: jobs.iter().map(|_| None).collect(),
+        stderr: jobs.iter().map(|_| String::new()).collect(),
+        started: jobs.iter().map(|_| None).collect(),
+        open: jobs.len(),
+    });
+    let ready = Condvar::new();
     let done = Mutex::new(Vec::new());
+    let finish = |j: usize, start: Instant, result: Result<CompileOutput, HipBuildError>| {
+        let (result, output) = match result {
+            Ok(o) => (Ok(()), Some(o)),
+            Err(e) => (Err(e), None),
+        };
+        let finished = JobResult { job: jobs[j].clone(), result, output, wall: start.elapsed() };
+        on_done(&finished);
+        done.lock().expect("results").push((j, finished));
+    };
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
-                let Some((index, job)) = queue.lock().expect("job queue").pop() else { break };
-                let start = Instant::now();
-                let (result, output) = match hipcc.compile(&job) {
-                    Ok(o) => (Ok(()), Some(o)),
-                    Err(e) => (Err(e), None),
+                let (task, start) = {
+                    let mut st = state.lock().expect("schedule");
+                    loop {
+                        if let Some(task) = st.queue.pop_front() {
+                            let j = task.job();
+                            let start = *st.started[j].get_or_insert_with(Instant::now);
+                            break (task, start);
+                        }
+                        if st.open == 0 {
+                            return;
+                        }
+                        st = ready.wait(st).expect("schedule");
+                    }
                 };
-                let finished = JobResult { job, result, output, wall: start.elapsed() };
-                on_done(&finished);
-                done.lock().expect("results").push((index, finished));
+                match task {
+                    Task::Whole(j) => {
+                        let result = hipcc.compile(&jobs[j]);
+                        finish(j, start, result);
+                        state.lock().expect("schedule").open -= 1;
+                        ready.notify_all();
+                    }
+                    Task::Arch(j, a) => {
+                        let result = hipcc.compile_arch_part(&jobs[j], &jobs[j].arches[a]);
+                        let mut st = state.lock().expect("schedule");
+                        match result {
+                            Ok(stderr) => st.stderr[j].push_str(&stderr),
+                            Err(e) => {
+                                st.first_error[j].get_or_insert(e);
+                            }
+                        }
+                        st.arches_left[j] -= 1;
+                        if st.arches_left[j] == 0 {
+                            // ahead of the remaining per-arch tasks: a finished job is reported at once
+                            st.queue.push_front(Task::Merge(j));
+                            drop(st);
+                            ready.notify_all();
+                        }
+                    }
+                    Task::Merge(j) => {
+                        let (error, stderr) = {
+                            let mut st = state.lock().expect("schedule");
+                            (st.first_error[j].take(), std::mem::take(&mut st.stderr[j]))
+                        };
+                        let result = match error {
+                            Some(e) => Err(e),
+                            None => hipcc.finish_arch_parts(&jobs[j], start, stderr),
+                        };
+                        finish(j, start, result);
+                        state.lock().expect("schedule").open -= 1;
+                        ready.notify_all();
+                    }
+                }
             });
         }
     });
     let mut done = done.into_inner().expect("results");
     done.sort_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// One unit of work of [`compile_all_with_progress`] (job index, arch index).
+#[derive(Debug, Clone, Copy)]
+enum Task {
+    Whole(usize),
+    Arch(usize, usize),
+    Merge(usize),
+}
+
+impl Task {
+    fn job(self) -> usize {
+        match self {
+            Task::Whole(j) | Task::Arch(j, _) | Task::Merge(j) => j,
+        }
+    }
+}
+
+struct Schedule {
+    queue: VecDeque<Task>,
+    /// Per job: per-arch tasks not finished yet.
+    arches_left: Vec<usize>,
+    first_error: Vec<Option<HipBuildError>>,
+    /// Per job: the per-arch compiles' warnings.
+    stderr: Vec<String>,
+    started: Vec<Option<Instant>>,
+    /// Jobs not reported yet.
+    open: usize,
 }
 
 #[cfg(test)]

@@ -12,7 +12,9 @@
 //!   host or the device side of any arch, is a CUDA header ([`deps`]).
 //!   Every command runs with `HIP_PLATFORM=amd`: once CUDA is installed,
 //!   Debian's hipcc would otherwise default to the NVIDIA platform.
-//! * [`compile_all`] runs many jobs on N threads, with wall time per job.
+//! * [`compile_all`] runs many jobs on N threads, with wall time per job; a
+//!   job for several arches runs as one device compile per arch (in
+//!   parallel) whose bundles are merged ([`code_object::merge_bundles`]).
 //! * [`kernel_symbols`] lists the kernels of one arch in either kind of
 //!   output ([`code_object`] says how bundles are read).
 //! * [`plan`] maps a kernel tree to jobs; [`parity`] compares the kernels

@@ -216,3 +216,34 @@ fn compile_all_runs_jobs_in_parallel_and_keeps_their_order() {
     assert_eq!(names(kernel_symbols(&results[2].job.output, "gfx1030").unwrap()), ["add_two", "scale_f32"]);
     assert!(results.iter().all(|r| r.wall.as_millis() > 0));
 }
+
+#[test]
+fn compile_all_splits_arches_and_builds_what_one_hipcc_call_builds() {
+    let Some(hipcc) = hipcc() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for kind in [OutputKind::CodeObject, OutputKind::Object] {
+        let (whole, split) = (dir.path().join(format!("{kind:?}-whole")), dir.path().join(format!("{kind:?}-split")));
+        for d in [&whole, &split] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let one_call = hipcc.compile(&job(&whole, kind, CI_ARCHES, KERNEL)).unwrap();
+        let [r] = compile_all(&hipcc, vec![job(&split, kind, CI_ARCHES, KERNEL)], 2).try_into().unwrap();
+        let per_arch = r.output.unwrap_or_else(|| panic!("{:?}", r.result));
+        for arch in CI_ARCHES {
+            let (a, b) = (code_object::extract_images(&one_call.output, arch).unwrap(), code_object::extract_images(&per_arch.output, arch).unwrap());
+            assert!(a == b, "{kind:?} {arch}: the per-arch compile gives another image");
+        }
+        assert_eq!(per_arch.dependencies.len(), one_call.dependencies.len(), "{kind:?}");
+        let left: Vec<String> = std::fs::read_dir(split.join("out")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(left.len(), 2, "only the output and its depfile remain: {left:?}");
+        if kind == OutputKind::Object {
+            assert_eq!(code_object::host_functions(&per_arch.output).unwrap(), code_object::host_functions(&one_call.output).unwrap());
+        }
+    }
+    // a failing arch fails the job with the compiler's message, and other jobs still finish
+    let bad = dir.path().join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    let results = compile_all(&hipcc, vec![job(&bad, OutputKind::Object, CI_ARCHES, "#include <hip/hip_runtime.h>\n#if defined(__gfx1030__)\n#error only gfx1030 breaks\n#endif\n")], 2);
+    let e = results[0].result.as_ref().unwrap_err().to_string();
+    assert!(e.contains("only gfx1030 breaks"), "{e}");
+}
