@@ -7,7 +7,9 @@
 //! * `parity` regenerates and prints `generated/PARITY.md`.
 //! * `build-kernels` compiles `generated/kernels` for AMD GPUs with hipcc.
 //! * `gpu-bundle` builds what the GPU run on the NVIDIA machine needs (`gpu_bundle`).
+//! * `bench` times regen and the kernel build and renders BENCHMARKS.md (`bench`).
 
+mod bench;
 mod build_kernels;
 mod fingerprint;
 mod gpu_bundle;
@@ -41,6 +43,9 @@ enum Command {
     BuildKernels(build_kernels::BuildArgs),
     /// Build the forwarding runtime and the ROCm test binaries to carry to the NVIDIA machine.
     GpuBundle(gpu_bundle::BundleArgs),
+    /// Benchmarks: regen speed, kernel build time, and BENCHMARKS.md from the result files.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +62,7 @@ fn main() -> ExitCode {
         Command::Parity(args) => parity::run(args),
         Command::BuildKernels(args) => build_kernels::run(args),
         Command::GpuBundle(args) => gpu_bundle::run(args),
+        Command::Bench(command) => bench::run(command),
     };
     match result {
         Ok(code) => code,
@@ -67,7 +73,16 @@ fn main() -> ExitCode {
     }
 }
 
-/// The workspace root (xtask lives one level below it).
+/// The workspace root: where xtask was built (it lives one level below it),
+/// or, for a binary carried to another machine (the GPU machine has no Rust
+/// toolchain), the nearest directory above the current one that holds
+/// upstream.toml and xtask/.
 pub fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask has a parent").to_path_buf()
+    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask has a parent").to_path_buf();
+    let is_root = |d: &std::path::Path| d.join(upstream::CONFIG).is_file() && d.join("xtask").is_dir();
+    if is_root(&built) {
+        return built;
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    cwd.ancestors().find(|d| is_root(d)).map(|d| d.to_path_buf()).unwrap_or(built)
 }

@@ -1,0 +1,41 @@
+//! `cargo xtask bench`: benchmarks that print figures and write them to
+//! `bench/results/*.tsv`, from which `cargo xtask bench report` renders
+//! BENCHMARKS.md and the ratio plot. Targets are printed beside the figures;
+//! nothing here asserts them.
+//!
+//! * `regen`: full and no-op regen against PyTorch's hipify and hipify-perl (`regen`);
+//! * `kernel-build`: hipcc build of the generated kernels, cold and warm (`kernel_build`);
+//! * `report`: BENCHMARKS.md and bench/ratios.png from the result files (`report`).
+//!
+//! The GPU figures (kernel throughput, backend end to end) come from the
+//! scripts under bench/kernels and bench/backend, run on the GPU machine;
+//! their TSV files are read by `report` like the others.
+
+pub mod kernel_build;
+pub mod regen;
+pub mod report;
+pub mod results;
+pub mod timing;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Subcommand;
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Time a full and a no-op regen beside torch.utils.hipify and hipify-perl on the same inputs.
+    Regen(regen::RegenBenchArgs),
+    /// Time the hipcc build of the generated kernels (one and two arches, cold and warm).
+    KernelBuild(kernel_build::KernelBuildArgs),
+    /// Render BENCHMARKS.md and bench/ratios.png from bench/results/*.tsv.
+    Report(report::ReportArgs),
+}
+
+pub fn run(command: BenchCommand) -> Result<ExitCode> {
+    match command {
+        BenchCommand::Regen(args) => regen::run(args),
+        BenchCommand::KernelBuild(args) => kernel_build::run(args),
+        BenchCommand::Report(args) => report::run(args),
+    }
+}

@@ -1,0 +1,278 @@
+//! `cargo xtask bench report`: BENCHMARKS.md and bench/ratios.png from the
+//! result files under bench/results. Nothing in either is typed by hand: a
+//! missing result file becomes a line saying which command produces it.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use super::results::{fmt3, Table};
+use crate::workspace_root;
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Where the result files are.
+    #[arg(long, value_name = "DIR", default_value = "bench/results")]
+    results: PathBuf,
+    /// The markdown file to write.
+    #[arg(long, value_name = "FILE", default_value = "BENCHMARKS.md")]
+    out: PathBuf,
+    /// The plot to write.
+    #[arg(long, value_name = "FILE", default_value = "bench/ratios.png")]
+    plot: PathBuf,
+    /// A TrueType font for the plot's text.
+    #[arg(long, value_name = "FILE", default_value = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")]
+    font: PathBuf,
+}
+
+/// The targets.
+const KERNEL_RATIO_TARGET: f64 = 0.98;
+const ELEMENTWISE_PEAK_TARGET: f64 = 80.0;
+const BACKEND_RATIO_TARGET: f64 = 0.95;
+/// The families whose kernels read and write each element once.
+const ELEMENTWISE: &[&str] = &["unary", "binary", "affine", "cast"];
+
+/// The result files and the commands that write them.
+const REGEN: &[(&str, &str)] = &[
+    ("regen.tsv", "cargo xtask bench regen"),
+    ("regen-gpu-host.tsv", "the GPU machine: bench/run-on-gpu.sh (cargo xtask bench regen with PyTorch present)"),
+];
+const KERNEL_BUILD: (&str, &str) = ("kernel-build.tsv", "cargo xtask bench kernel-build");
+const KERNELS: (&str, &str) = ("kernels-h100.tsv", "the GPU machine: bench/kernels/run-kernel-bench.sh");
+const BACKEND: (&str, &str) = ("backend-h100.tsv", "the GPU machine: bench/backend/run-backend-bench.sh");
+
+pub fn run(args: ReportArgs) -> Result<ExitCode> {
+    let root = workspace_root();
+    let at = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { root.join(p) };
+    let (results, out, plot) = (at(&args.results), at(&args.out), at(&args.plot));
+    let load = |name: &str| -> Result<Option<Table>> {
+        let path = results.join(name);
+        if path.exists() {
+            Table::read(&path).map(Some)
+        } else {
+            Ok(None)
+        }
+    };
+    let mut md = String::new();
+    md.push_str("# Benchmarks\n\n");
+    md.push_str("Written by `cargo xtask bench report` from the result files in `bench/results/`; every figure comes from the command named in its section (nothing here is typed). Targets are goals printed beside the figures, not test assertions. Analysis of where we are behind: `bench/FINDINGS.md`.\n\n");
+
+    md.push_str("## Regen speed\n\n");
+    for (name, command) in REGEN {
+        match load(name)? {
+            Some(t) => regen_section(&mut md, name, command, &t)?,
+            None => writeln!(md, "`{name}`: not measured yet ({command}).\n")?,
+        }
+    }
+    md.push_str("## Kernel build time\n\n");
+    match load(KERNEL_BUILD.0)? {
+        Some(t) => simple_section(&mut md, KERNEL_BUILD, &t, &["archs", "case", "runs", "min_s", "median_s", "max_s"])?,
+        None => writeln!(md, "Not measured yet ({}).\n", KERNEL_BUILD.1)?,
+    }
+    md.push_str("## Kernel throughput: translated vs original, H100\n\n");
+    let families = match load(KERNELS.0)? {
+        Some(t) => kernels_section(&mut md, &t)?,
+        None => {
+            writeln!(md, "Not measured yet ({}).\n", KERNELS.1)?;
+            vec![]
+        }
+    };
+    md.push_str("## Backend end to end: ROCm backend vs Candle's CUDA backend, H100\n\n");
+    let backend = match load(BACKEND.0)? {
+        Some(t) => backend_section(&mut md, &t)?,
+        None => {
+            writeln!(md, "Not measured yet ({}).\n", BACKEND.1)?;
+            vec![]
+        }
+    };
+    if !families.is_empty() || !backend.is_empty() {
+        draw(&plot, &args.font, &families, &backend)?;
+        let rel = plot.strip_prefix(&root).unwrap_or(&plot).display().to_string();
+        writeln!(md, "## Plot\n\n![ratios]({rel})\n\nLeft: translated/original speed per kernel family (geometric mean). Right: ROCm/CUDA speed per backend benchmark. Dashed: the targets.\n")?;
+    }
+    std::fs::write(&out, &md).with_context(|| format!("writing {}", out.display()))?;
+    println!("wrote {}", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `# key: value` lines of a result file, as a list.
+fn notes(md: &mut String, t: &Table) -> Result<()> {
+    for (k, v) in &t.notes {
+        writeln!(md, "- {k}: {v}")?;
+    }
+    md.push('\n');
+    Ok(())
+}
+
+fn markdown_table(md: &mut String, header: &[&str], rows: &[Vec<String>]) -> Result<()> {
+    writeln!(md, "| {} |", header.join(" | "))?;
+    writeln!(md, "|{}", "---|".repeat(header.len()))?;
+    for r in rows {
+        writeln!(md, "| {} |", r.join(" | "))?;
+    }
+    md.push('\n');
+    Ok(())
+}
+
+fn simple_section(md: &mut String, (name, command): (&str, &str), t: &Table, columns: &[&str]) -> Result<()> {
+    writeln!(md, "From `bench/results/{name}`, written by `{command}`.\n")?;
+    notes(md, t)?;
+    let idx = columns.iter().map(|c| t.column(c)).collect::<Result<Vec<_>>>()?;
+    let rows: Vec<Vec<String>> = t.rows.iter().map(|r| idx.iter().map(|&i| r[i].clone()).collect()).collect();
+    markdown_table(md, columns, &rows)
+}
+
+fn regen_section(md: &mut String, name: &str, command: &str, t: &Table) -> Result<()> {
+    simple_section(md, (name, command), t, &["tool", "case", "runs", "min_s", "median_s", "max_s"])
+}
+
+/// Per-family geometric means of `ratio`, in first-seen order.
+pub fn family_means(t: &Table) -> Result<Vec<(String, f64, usize)>> {
+    let (fam, ratio) = (t.column("family")?, t.numbers("ratio")?);
+    let mut order: Vec<String> = Vec::new();
+    let mut logs: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (row, r) in t.rows.iter().zip(ratio) {
+        if !r.is_finite() || r <= 0.0 {
+            continue;
+        }
+        if !logs.contains_key(&row[fam]) {
+            order.push(row[fam].clone());
+        }
+        logs.entry(row[fam].clone()).or_default().push(r.ln());
+    }
+    Ok(order.into_iter().map(|f| {
+        let l = &logs[&f];
+        (f.clone(), (l.iter().sum::<f64>() / l.len() as f64).exp(), l.len())
+    }).collect())
+}
+
+fn geomean(xs: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = xs.filter(|x| x.is_finite() && *x > 0.0).fold((0.0, 0usize), |(s, n), x| (s + x.ln(), n + 1));
+    if n == 0 { f64::NAN } else { (sum / n as f64).exp() }
+}
+
+fn kernels_section(md: &mut String, t: &Table) -> Result<Vec<(String, f64)>> {
+    writeln!(md, "From `bench/results/{}`, written by {}. ratio = original time / translated time (>= 1: ours at least as fast).\n", KERNELS.0, KERNELS.1)?;
+    notes(md, t)?;
+    let means = family_means(t)?;
+    let overall = geomean(t.numbers("ratio")?.into_iter());
+    let (fam, pct) = (t.column("family")?, t.numbers("translated_pct_peak")?);
+    let mut rows = Vec::new();
+    for (f, mean, n) in &means {
+        let peaks: Vec<f64> = t.rows.iter().zip(&pct).filter(|(r, _)| &r[fam] == f).map(|(_, p)| *p).collect();
+        let best = peaks.iter().copied().filter(|p| p.is_finite()).fold(f64::NAN, f64::max);
+        let elementwise = ELEMENTWISE.contains(&f.as_str());
+        let verdict = match (*mean >= KERNEL_RATIO_TARGET, elementwise, best >= ELEMENTWISE_PEAK_TARGET) {
+            (true, false, _) | (true, true, true) => "meets",
+            _ => "behind",
+        };
+        rows.push(vec![f.clone(), n.to_string(), fmt3(*mean), if elementwise { format!("{}%", fmt3(best)) } else { format!("({}%)", fmt3(best)) }, verdict.to_string()]);
+    }
+    rows.push(vec!["**overall**".into(), t.rows.len().to_string(), fmt3(overall), String::new(), if overall >= KERNEL_RATIO_TARGET { "meets".into() } else { "behind".into() }]);
+    writeln!(md, "Per family (targets: ratio >= {KERNEL_RATIO_TARGET}; elementwise families {} >= {ELEMENTWISE_PEAK_TARGET}% of HBM peak, best kernel; other families' % in parentheses, for reference):\n", ELEMENTWISE.join("/"))?;
+    markdown_table(md, &["family", "kernels", "ratio (geomean)", "% of HBM peak", "target"], &rows)?;
+    md.push_str("Per kernel:\n\n");
+    let cols = ["family", "kernel", "elements", "bytes", "original_us", "translated_us", "ratio", "original_pct_peak", "translated_pct_peak"];
+    let idx = cols.iter().map(|c| t.column(c)).collect::<Result<Vec<_>>>()?;
+    let rows: Vec<Vec<String>> = t.rows.iter().map(|r| idx.iter().map(|&i| r[i].clone()).collect()).collect();
+    markdown_table(md, &cols, &rows)?;
+    Ok(means.into_iter().map(|(f, m, _)| (f, m)).collect())
+}
+
+fn backend_section(md: &mut String, t: &Table) -> Result<Vec<(String, f64)>> {
+    writeln!(md, "From `bench/results/{}`, written by {}. ratio = CUDA time / ROCm time (>= 1: ours at least as fast; target >= {BACKEND_RATIO_TARGET}).\n", BACKEND.0, BACKEND.1)?;
+    notes(md, t)?;
+    let ratio = t.numbers("ratio")?;
+    let (b, s, d) = (t.column("benchmark")?, t.column("shape")?, t.column("dtype")?);
+    let (cu, ro) = (t.column("cuda_us")?, t.column("rocm_us")?);
+    let mut rows = Vec::new();
+    let mut bars = Vec::new();
+    for (r, x) in t.rows.iter().zip(&ratio) {
+        let verdict = if *x >= BACKEND_RATIO_TARGET { "meets" } else { "behind" };
+        rows.push(vec![r[b].clone(), r[s].clone(), r[d].clone(), r[cu].clone(), r[ro].clone(), fmt3(*x), verdict.into()]);
+        bars.push((format!("{} {}", r[b], r[d]), *x));
+    }
+    let overall = geomean(ratio.iter().copied());
+    rows.push(vec!["**geomean**".into(), String::new(), String::new(), String::new(), String::new(), fmt3(overall), String::new()]);
+    markdown_table(md, &["benchmark", "shape", "dtype", "cuda_us", "rocm_us", "ratio", "target"], &rows)?;
+    let behind = rows.iter().filter(|r| r[6] == "behind").count();
+    writeln!(md, "{behind} of {} benchmarks below {BACKEND_RATIO_TARGET}.\n", t.rows.len())?;
+    Ok(bars)
+}
+
+/// Two horizontal bar charts side by side: kernel families, backend benchmarks.
+fn draw(path: &Path, font: &Path, families: &[(String, f64)], backend: &[(String, f64)]) -> Result<()> {
+    use plotters::prelude::*;
+    let bytes = std::fs::read(font).with_context(|| format!("reading the font {} (Debian: fonts-dejavu-core)", font.display()))?;
+    let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+    plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).map_err(|_| anyhow::anyhow!("{}: not a usable TrueType font", font.display()))?;
+    let rows = families.len().max(backend.len()).max(4);
+    let height = (120 + rows * 26) as u32;
+    let root = BitMapBackend::new(path, (1400, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow::anyhow!("plot: {e}"))?;
+    let (left, right) = root.split_horizontally(600);
+    panel(&left, "kernel families: translated / original", families, KERNEL_RATIO_TARGET)?;
+    panel(&right, "backend: ROCm / CUDA", backend, BACKEND_RATIO_TARGET)?;
+    root.present().map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    Ok(())
+}
+
+fn panel<DB: plotters::prelude::DrawingBackend>(area: &plotters::prelude::DrawingArea<DB, plotters::coord::Shift>, title: &str, bars: &[(String, f64)], target: f64) -> Result<()> {
+    use plotters::prelude::*;
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("plot: {e:?}");
+    if bars.is_empty() {
+        area.titled(&format!("{title}: not measured"), ("sans-serif", 20)).map_err(err)?;
+        return Ok(());
+    }
+    let top = bars.iter().map(|(_, r)| *r).filter(|r| r.is_finite()).fold(1.1f64, f64::max) * 1.05;
+    let n = bars.len();
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(if n > 12 { 250 } else { 150 })
+        .build_cartesian_2d(0f64..top, (0..n).into_segmented())
+        .map_err(err)?;
+    let labels: Vec<String> = bars.iter().map(|(l, _)| l.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n)
+        .y_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .label_style(("sans-serif", 13))
+        .draw()
+        .map_err(err)?;
+    chart
+        .draw_series(bars.iter().enumerate().map(|(i, (_, r))| {
+            let color = if *r >= target { RGBColor(46, 125, 50) } else { RGBColor(198, 40, 40) };
+            let mut bar = Rectangle::new([(0.0, SegmentValue::Exact(i)), (*r, SegmentValue::Exact(i + 1))], color.filled());
+            bar.set_margin(3, 3, 0, 0);
+            bar
+        }))
+        .map_err(err)?;
+    chart
+        .draw_series(DashedLineSeries::new([(target, SegmentValue::Exact(0)), (target, SegmentValue::Exact(n))], 6, 4, BLACK.stroke_width(2)))
+        .map_err(err)?;
+    chart.draw_series(DashedLineSeries::new([(1.0, SegmentValue::Exact(0)), (1.0, SegmentValue::Exact(n))], 2, 4, RGBColor(120, 120, 120).stroke_width(1))).map_err(err)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn family_means_are_geometric_and_skip_unmeasured_rows() {
+        let t = Table::parse("family\tratio\nunary\t1.0\nunary\t4.0\nbinary\tnan\nbinary\t0.5\n").unwrap();
+        let m = family_means(&t).unwrap();
+        assert_eq!(m.iter().map(|(f, _, n)| (f.as_str(), *n)).collect::<Vec<_>>(), [("unary", 2), ("binary", 1)]);
+        assert!((m[0].1 - 2.0).abs() < 1e-12 && (m[1].1 - 0.5).abs() < 1e-12);
+    }
+}
