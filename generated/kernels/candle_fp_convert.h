@@ -210,12 +210,21 @@ CANDLE_HD inline float candle_fp8_e4m3_to_f32(uint8_t b) {
 #define CANDLE_DP4A_SUDOT4 1 // v_dot4_i32_iu8 with both operands signed
 #endif
 
+// A platform layer may supply native byte-SIMD instructions for the device
+// pass by defining CANDLE_PLATFORM_DP4A(a, b, c) (both signednesses),
+// CANDLE_PLATFORM_VSUB4, CANDLE_PLATFORM_VSUBSS4 and CANDLE_PLATFORM_VCMPNE4
+// (a, b) before this header; each must give exactly the portable result. HIP
+// on AMD defines none (the gfx builtins above serve); the HIP-on-NVIDIA
+// headers of hip-on-cuda map them to the GPU's own instructions.
+
 // Signed 8-bit dot product of the four bytes of a and b, plus c.
 CANDLE_HD inline int candle_dp4a(int a, int b, int c) {
 #if defined(CANDLE_DP4A_SDOT4)
     return __builtin_amdgcn_sdot4(a, b, c, false);
 #elif defined(CANDLE_DP4A_SUDOT4)
     return __builtin_amdgcn_sudot4(true, a, true, b, c, false);
+#elif defined(CANDLE_PLATFORM_DP4A)
+    return CANDLE_PLATFORM_DP4A(a, b, c);
 #else
     int sum = 0;
     for (int i = 0; i < 4; ++i) {
@@ -228,13 +237,20 @@ CANDLE_HD inline int candle_dp4a(int a, int b, int c) {
 }
 // Unsigned 8-bit dot product plus c.
 CANDLE_HD inline unsigned int candle_dp4a(unsigned int a, unsigned int b, unsigned int c) {
+#if defined(CANDLE_PLATFORM_DP4A)
+    return CANDLE_PLATFORM_DP4A(a, b, c);
+#else
     unsigned int sum = 0;
     for (int i = 0; i < 4; ++i) sum += ((a >> (8 * i)) & 0xFFu) * ((b >> (8 * i)) & 0xFFu);
     return c + sum;
+#endif
 }
 
 // Per-byte a - b, wrapping modulo 256 (no borrow between bytes).
 CANDLE_HD inline unsigned int candle_vsub4(unsigned int a, unsigned int b) {
+#if defined(CANDLE_PLATFORM_VSUB4)
+    return CANDLE_PLATFORM_VSUB4(a, b);
+#endif
     // Set each byte's top bit of a and clear it in b so no byte can borrow
     // from its neighbour, then fix the top bits up with a xor.
     return ((a | 0x80808080u) - (b & 0x7F7F7F7Fu)) ^ ((a ^ ~b) & 0x80808080u);
@@ -242,6 +258,9 @@ CANDLE_HD inline unsigned int candle_vsub4(unsigned int a, unsigned int b) {
 
 // Per-byte signed a - b, saturated to [-128, 127].
 CANDLE_HD inline unsigned int candle_vsubss4(unsigned int a, unsigned int b) {
+#if defined(CANDLE_PLATFORM_VSUBSS4)
+    return CANDLE_PLATFORM_VSUBSS4(a, b);
+#endif
     unsigned int r = 0;
     for (int i = 0; i < 4; ++i) {
         int d = (int)(int8_t)(uint8_t)(a >> (8 * i)) - (int)(int8_t)(uint8_t)(b >> (8 * i));
@@ -253,6 +272,9 @@ CANDLE_HD inline unsigned int candle_vsubss4(unsigned int a, unsigned int b) {
 
 // Per byte: 0xFF where the bytes of a and b differ, 0x00 where equal.
 CANDLE_HD inline unsigned int candle_vcmpne4(unsigned int a, unsigned int b) {
+#if defined(CANDLE_PLATFORM_VCMPNE4)
+    return CANDLE_PLATFORM_VCMPNE4(a, b);
+#endif
     const unsigned int x = a ^ b;
     // Top bit of each byte := (byte != 0), computed without inter-byte carries.
     const unsigned int t = (((x & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | x) & 0x80808080u;

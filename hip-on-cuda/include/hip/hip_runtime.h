@@ -127,6 +127,21 @@ static inline hipError_t hipFuncSetAttribute(const void* func, hipFuncAttribute 
 #define __shfl_xor(...) __shfl_xor_sync(0xffffffffu, __VA_ARGS__)
 
 // ---------------------------------------------------------------------------
+// Native byte-SIMD for candle-rocm's compat header (candle_fp_convert.h):
+// the generated kernels call candle_dp4a / candle_vsub4 / candle_vsubss4 /
+// candle_vcmpne4, which fall back to exact portable loops unless the platform
+// names its instructions. NVIDIA has them (sm_61+ for dp4a); same results.
+// ---------------------------------------------------------------------------
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 610
+#define CANDLE_PLATFORM_DP4A(a, b, c) __dp4a(a, b, c)
+#endif
+#if defined(__CUDA_ARCH__)
+#define CANDLE_PLATFORM_VSUB4(a, b) __vsub4(a, b)
+#define CANDLE_PLATFORM_VSUBSS4(a, b) __vsubss4(a, b)
+#define CANDLE_PLATFORM_VCMPNE4(a, b) __vcmpne4(a, b)
+#endif
+
+// ---------------------------------------------------------------------------
 // __builtin_trap() in device code (NVIDIA-only workaround, not a HIP name).
 // ---------------------------------------------------------------------------
 // hipcc (clang) lowers __builtin_trap() in device code to a trap (s_trap on
