@@ -31,6 +31,10 @@ pub struct RegenBenchArgs {
     /// The Python that has PyTorch.
     #[arg(long, default_value = "python3")]
     python: String,
+    /// hipify-perl to time (default: the one regen would use, on PATH or in $ROCM_PATH/bin).
+    /// Given here only, it is timed without becoming regen's first pass.
+    #[arg(long, value_name = "FILE")]
+    hipify_perl: Option<PathBuf>,
 }
 
 /// The targets the issue sets, printed beside the figures.
@@ -99,10 +103,11 @@ pub fn run(args: RegenBenchArgs) -> Result<ExitCode> {
         println!("  torch.utils.hipify: not run ({} cannot import torch)", args.python);
         table.note("torch.utils.hipify", format!("not run: {} cannot import torch", args.python));
     }
-    match hipify::find() {
+    match args.hipify_perl.clone().or_else(hipify::find) {
         Some(perl) => {
             let files = cuda_files(&kernels_src)?;
-            let runs = time_command("hipify-perl", w, n, &mut |_| Ok(()), &|_| {
+            // one counted run: hipify-perl takes minutes on these sources
+            let runs = time_command("hipify-perl", 0, 1, &mut |_| Ok(()), &|_| {
                 let mut c = Command::new("sh");
                 c.args(["-c", "p=$1; shift; for f; do \"$p\" \"$f\" >/dev/null || exit 1; done", "sh"]).arg(&perl).args(&files);
                 c
