@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
+use rayon::prelude::*;
 use translator::kernels::{translate_tree, KernelContext};
 use translator::TreeFile;
 
@@ -72,10 +73,11 @@ pub fn kernels(input: &StepInput) -> Result<StepOutput> {
     let notes = match hipify::find() {
         None => vec!["hipify-perl first pass: no (not on PATH nor in $ROCM_PATH/bin): native rules only".to_string()],
         Some(hipify) => {
-            let mut hipified = Vec::with_capacity(files.len());
-            for f in &files {
-                hipified.push(TreeFile { rel_path: f.rel_path.clone(), contents: hipify::run(&hipify, &src.join(&f.rel_path))? });
-            }
+            // one hipify-perl process per file, on the thread pool (it takes seconds per file)
+            let hipified = files
+                .par_iter()
+                .map(|f| Ok(TreeFile { rel_path: f.rel_path.clone(), contents: hipify::run(&hipify, &src.join(&f.rel_path))? }))
+                .collect::<Result<Vec<_>>>()?;
             let via = translate_tree(&hipified, &ctx).map_err(|e| anyhow!("translation failed (on hipify-perl output): {e}"))?;
             if let Some(problem) = first_difference(&output.files, &via.files) {
                 bail!("hipify-perl changes the translation: some rule is not idempotent on HIP input: {problem}");
