@@ -101,8 +101,9 @@ impl HipStream {
         let bytes = std::mem::size_of_val(host);
         let kind = hip::hipMemcpyKind_hipMemcpyHostToDevice;
         let src_ptr = host.as_ptr() as *const c_void;
-        check(unsafe { hip::hipMemcpyAsync(ptr as *mut c_void, src_ptr, bytes, kind, self.stream) })?;
-        self.synchronize()
+        // Host slices are pageable memory, which HIP copies synchronously (CUDA stages
+        // it before returning): `host` may be dropped once this returns, no stream wait.
+        check(unsafe { hip::hipMemcpyAsync(ptr as *mut c_void, src_ptr, bytes, kind, self.stream) })
     }
 
     /// Copies device data into a new `Vec`.

@@ -44,8 +44,11 @@ unsafe impl<T> Sync for HipSlice<T> {}
 impl<T> Drop for HipSlice<T> {
     fn drop(&mut self) {
         let (ctx, stream) = (&self.stream.ctx, &self.stream);
-        for event in self.read.iter().chain(self.write.iter()) {
-            ctx.record_err(stream.wait(event));
+        // other streams' pending uses of the buffer: only tracked with several streams (as in cudarc)
+        if ctx.is_managing_stream_synchronization() {
+            for event in self.read.iter().chain(self.write.iter()) {
+                ctx.record_err(stream.wait(event));
+            }
         }
         if self.ptr == 0 {
             return;
@@ -243,7 +246,8 @@ impl Drop for SyncOnDrop<'_> {
     fn drop(&mut self) {
         match self {
             SyncOnDrop::Record(target) => {
-                if let Some((event, stream)) = target.take() {
+                // events order uses across streams: with one stream, stream order suffices (as in cudarc)
+                if let Some((event, stream)) = target.take().filter(|(_, s)| s.ctx.is_managing_stream_synchronization()) {
                     stream.ctx.record_err(event.record(stream));
                 }
             }
