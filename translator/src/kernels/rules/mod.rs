@@ -20,6 +20,7 @@ mod toolkit_version;
 mod upstream_fixes;
 mod warp_sync;
 
+use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::mapping::COMPAT_HEADERS;
@@ -71,10 +72,9 @@ pub const PIPELINE: &[Rule] = &[
 const FACTS_BEFORE: &str = "fold-conditionals";
 
 pub fn run_pipeline(inputs: &[TreeFile], ctx: &KernelContext) -> Result<KernelOutput, TranslateError> {
-    let mut units = Vec::with_capacity(inputs.len());
-    for file in inputs {
-        units.push(lex_unit(file)?);
-    }
+    // Files are independent within a rule: each step runs over them on the thread
+    // pool, and results are taken in file order (so is the first error).
+    let mut units = inputs.par_iter().map(lex_unit).collect::<Result<Vec<_>, _>>()?;
     units.sort_by(|a, b| a.path.cmp(&b.path));
     let mut facts = TreeFacts { inputs: units.iter().map(|u| u.path.clone()).collect(), ..Default::default() };
 
@@ -83,17 +83,12 @@ pub fn run_pipeline(inputs: &[TreeFile], ctx: &KernelContext) -> Result<KernelOu
         if rule.name == FACTS_BEFORE {
             facts.never_defined = fold_conditionals::never_defined_macros(&units);
         }
-        let mut count = 0;
-        for unit in &mut units {
-            count += (rule.apply)(unit, &facts)?;
-        }
+        let counts: Vec<Result<usize, TranslateError>> = units.par_iter_mut().map(|unit| (rule.apply)(unit, &facts)).collect();
+        let count = counts.into_iter().sum::<Result<usize, TranslateError>>()?;
         rule_counts.insert(rule.name, count);
     }
 
-    let mut files = Vec::with_capacity(units.len() + COMPAT_HEADERS.len());
-    for unit in &units {
-        files.push(TreeFile { rel_path: output_path(&unit.path), contents: prelude::finish(unit, ctx).into_bytes() });
-    }
+    let mut files: Vec<TreeFile> = units.par_iter().map(|unit| TreeFile { rel_path: output_path(&unit.path), contents: prelude::finish(unit, ctx).into_bytes() }).collect();
     for (name, text) in COMPAT_HEADERS {
         files.push(TreeFile { rel_path: name.to_string(), contents: prelude::compat_header(name, text).into_bytes() });
     }
