@@ -35,7 +35,7 @@ if [[ $skip != *,kernels,* ]]; then
 fi
 if [[ $skip != *,backend,* ]]; then
   step "backend end to end"
-  KERNELS_DIR=$work/translated WORK_DIR=$work/backend BIN_DIR=device-carry/bench-backend bash bench/backend/run-backend-bench.sh "$out" || status=1
+  KERNELS_DIR=$work/translated WORK_DIR=$work/backend bash bench/backend/run-backend-bench.sh "$out" || status=1
 fi
 ls -la "$out"
 exit $status

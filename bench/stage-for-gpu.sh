@@ -4,8 +4,9 @@
 #   xtask            `cargo xtask` in release (for `bench regen` beside PyTorch's hipify)
 #   cargo-home/      the pinned upstream crates, as a cargo registry checkout (regen's inputs)
 #   ../candle-kernels the original candle-kernels sources (tools/stage_upstream_kernels.sh)
-#   backend/         the two end-to-end benchmark binaries (bench/backend/build.sh)
-# Then: the `device` tool runs `bash bench/run-on-gpu.sh` with carry ["device-carry"].
+#   ../bench-backend.tar.xz  the two end-to-end benchmark binaries (bench/backend/build.sh)
+# Then the `device` tool runs `bash bench/run-on-gpu.sh` with carry ["device-carry/bench",
+# "device-carry/candle-kernels", "device-carry/bench-backend.tar.xz"] (under its 64 MiB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=device-carry/bench

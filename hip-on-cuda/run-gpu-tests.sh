@@ -14,7 +14,8 @@
 # else target/gpu-bundle/bundle.tar.xz: the file carried to the GPU machine).
 #
 # Logs go to $OUT/gpu-run/logs (the device tool's output folder) or a temp dir;
-# the unpacked bundle and the nvcc build go to a scratch dir ($WORK_DIR or a temp dir).
+# the unpacked bundle and the nvcc build go to a scratch dir ($WORK_DIR or a temp dir);
+# KERNELS_DIR names an nvcc build of generated/kernels to use instead of building one.
 # Exit status: 0 when every binary passed (and the sanitizers found 0 errors).
 # SANITIZE_TOOLS (default "memcheck racecheck") and SANITIZE_TIMEOUT (seconds
 # per binary, default 540) bound the sanitizer part; RUN_TESTS=0 leaves out
@@ -44,14 +45,20 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then 
 if [[ $gpu == 1 ]]; then
   nvidia-smi -L
   export PATH="$PATH:/usr/local/cuda/bin"
-  start=$(date +%s)
-  bash hip-on-cuda/build-kernels.sh generated/kernels "$scratch/kernels" sm_90 >"$results/logs/build-kernels.log" 2>&1 \
-    || { tail -40 "$results/logs/build-kernels.log"; echo "error: the nvcc build of generated/kernels failed"; exit 1; }
-  tail -1 "$results/logs/build-kernels.log"
-  echo "kernels for sm_90 built in $(( $(date +%s) - start )) s"
-  export CANDLE_ROCM_CODE_OBJECTS_DIR="$scratch/kernels"
+  kernels=${KERNELS_DIR:-$scratch/kernels}
+  if [[ -n ${KERNELS_DIR:-} ]]; then
+    echo "kernels: $kernels (KERNELS_DIR: an earlier hip-on-cuda/build-kernels.sh output)"
+  else
+    start=$(date +%s)
+    bash hip-on-cuda/build-kernels.sh generated/kernels "$kernels" sm_90 >"$results/logs/build-kernels.log" 2>&1 \
+      || { tail -40 "$results/logs/build-kernels.log"; echo "error: the nvcc build of generated/kernels failed"; exit 1; }
+    tail -1 "$results/logs/build-kernels.log"
+    echo "kernels for sm_90 built in $(( $(date +%s) - start )) s"
+  fi
+  kernels=$(realpath "$kernels")
+  export CANDLE_ROCM_CODE_OBJECTS_DIR="$kernels"
   cuda_libs=$(dirname "$(command -v nvcc)")/../lib64
-  export LD_LIBRARY_PATH="$bundle/lib:$scratch/kernels:$cuda_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$bundle/lib:$kernels:$cuda_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   threads=${TEST_THREADS:-8}
 else
   echo "GPU execution skipped: no NVIDIA GPU here (nvidia-smi). The binaries run on the CPU; every ROCm test must say it skipped."

@@ -92,7 +92,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
     if !families.is_empty() || !backend.is_empty() {
         draw(&plot, &args.font, &families, &backend)?;
         let rel = plot.strip_prefix(&root).unwrap_or(&plot).display().to_string();
-        writeln!(md, "## Plot\n\n![ratios]({rel})\n\nLeft: translated/original speed per kernel family (geometric mean). Right: ROCm/CUDA speed per backend benchmark. Dashed: the targets.\n")?;
+        writeln!(md, "## Plot\n\n![ratios]({rel})\n\nLeft: translated/original speed per kernel family (geometric mean). Right: ROCm/CUDA speed per backend benchmark (geometric mean over its shapes and dtypes, their number in parentheses). Dashed: the targets.\n")?;
     }
     std::fs::write(&out, &md).with_context(|| format!("writing {}", out.display()))?;
     println!("wrote {}", out.display());
@@ -190,12 +190,17 @@ fn backend_section(md: &mut String, t: &Table) -> Result<Vec<(String, f64)>> {
     let (b, s, d) = (t.column("benchmark")?, t.column("shape")?, t.column("dtype")?);
     let (cu, ro) = (t.column("cuda_us")?, t.column("rocm_us")?);
     let mut rows = Vec::new();
-    let mut bars = Vec::new();
+    // the plot: one bar per benchmark (geometric mean over its shapes and dtypes)
+    let mut groups: Vec<(String, Vec<f64>)> = Vec::new();
     for (r, x) in t.rows.iter().zip(&ratio) {
         let verdict = if *x >= BACKEND_RATIO_TARGET { "meets" } else { "behind" };
         rows.push(vec![r[b].clone(), r[s].clone(), r[d].clone(), r[cu].clone(), r[ro].clone(), fmt3(*x), verdict.into()]);
-        bars.push((format!("{} {}", r[b], r[d]), *x));
+        match groups.iter_mut().find(|(name, _)| *name == r[b]) {
+            Some((_, xs)) => xs.push(*x),
+            None => groups.push((r[b].clone(), vec![*x])),
+        }
     }
+    let bars: Vec<(String, f64)> = groups.into_iter().map(|(name, xs)| (format!("{name} ({})", xs.len()), geomean(xs.into_iter()))).collect();
     let overall = geomean(ratio.iter().copied());
     rows.push(vec!["**geomean**".into(), String::new(), String::new(), String::new(), String::new(), fmt3(overall), String::new()]);
     markdown_table(md, &["benchmark", "shape", "dtype", "cuda_us", "rocm_us", "ratio", "target"], &rows)?;
