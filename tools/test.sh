@@ -12,6 +12,9 @@ cargo xtask regen --check
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+echo "== BENCHMARKS.md is what the benchmarks' result files give (cargo xtask bench report)"
+cargo xtask bench report --check
+
 echo "== regen is deterministic"
 cargo xtask regen --out "$tmp/a" >/dev/null
 cargo xtask regen --out "$tmp/b" >/dev/null

@@ -27,6 +27,9 @@ pub struct ReportArgs {
     /// A TrueType font for the plot's text.
     #[arg(long, value_name = "FILE", default_value = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")]
     font: PathBuf,
+    /// Write nothing; fail if the markdown file is not what the result files give.
+    #[arg(long)]
+    check: bool,
 }
 
 /// The targets.
@@ -90,9 +93,21 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         }
     };
     if !families.is_empty() || !backend.is_empty() {
-        draw(&plot, &args.font, &families, &backend)?;
+        if !args.check {
+            draw(&plot, &args.font, &families, &backend)?;
+        }
         let rel = plot.strip_prefix(&root).unwrap_or(&plot).display().to_string();
         writeln!(md, "## Plot\n\n![ratios]({rel})\n\nLeft: translated/original speed per kernel family (geometric mean). Right: ROCm/CUDA speed per backend benchmark (geometric mean over its shapes and dtypes, their number in parentheses). Dashed: the targets.\n")?;
+    }
+    if args.check {
+        let on_disk = std::fs::read_to_string(&out).unwrap_or_default();
+        if on_disk != md {
+            eprintln!("{}", crate::tree::unified_diff(&crate::tree::shown(&out).display().to_string(), on_disk.as_bytes(), md.as_bytes(), 40));
+            eprintln!("{} is not what the result files give: run cargo xtask bench report", out.display());
+            return Ok(ExitCode::FAILURE);
+        }
+        println!("{} is what bench/results gives", out.display());
+        return Ok(ExitCode::SUCCESS);
     }
     std::fs::write(&out, &md).with_context(|| format!("writing {}", out.display()))?;
     println!("wrote {}", out.display());
