@@ -21,45 +21,11 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 [[ $# -ge 1 ]] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 out=$(realpath -m "$1")
-bin=${BIN_DIR:-device-carry/bench-backend}
-[[ -z ${BIN_DIR:-} && ! -d $bin ]] && bin=device-carry/bench-backend.tar.xz
-scratch=${WORK_DIR:-$(mktemp -d)}
 runs=${RUNS:-2}
-mkdir -p "$out/runs" "$scratch"
-if [[ -f $bin && $bin == *.tar.xz ]]; then
-  mkdir -p "$scratch/unpacked"
-  tar -xJf "$bin" -C "$scratch/unpacked" || { echo "error: cannot unpack $bin" >&2; exit 2; }
-  bin=$(ls -d "$scratch/unpacked"/*/ | head -1)
-fi
-bin=$(realpath -m "$bin")
-for b in backend-bench-cuda backend-bench-rocm lib/libamdhip64.so.5; do
-  [[ -f $bin/$b ]] || { echo "error: $bin/$b not found: build with bench/backend/build.sh and carry $bin" >&2; exit 2; }
-done
-nvidia-smi -L || { echo "error: no NVIDIA GPU here" >&2; exit 1; }
+# shellcheck source=bench/backend/setup.sh
+source bench/backend/setup.sh
+mkdir -p "$out/runs"
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
-export PATH="$PATH:/usr/local/cuda/bin"
-
-# --- the ROCm side's kernels (nvcc build of generated/kernels) ------------------
-kernels=${KERNELS_DIR:-}
-if [[ -z $kernels ]] || ! ls "$kernels"/*.co >/dev/null 2>&1; then
-  kernels=$scratch/kernels
-  start=$(date +%s)
-  bash hip-on-cuda/build-kernels.sh generated/kernels "$kernels" sm_90 >"$out/runs/build-kernels.log" 2>&1 \
-    || { tail -30 "$out/runs/build-kernels.log"; echo "error: the nvcc build of generated/kernels failed"; exit 1; }
-  echo "kernels for sm_90 built in $(( $(date +%s) - start )) s"
-fi
-kernels=$(realpath "$kernels")
-
-# --- CUDA 13 libraries: the stock binary links them by soname, the forwarder loads them
-cuda_libs=$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")/../lib64
-extra=""
-if [[ ! -e $cuda_libs/libcublas.so.13 ]]; then
-  found=$(find / -xdev -name 'libcublas.so.13' -path '*lib*' 2>/dev/null | head -1)
-  [[ -n $found ]] && extra=$(dirname "$found")
-fi
-base_ld="$cuda_libs${extra:+:$extra}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-cuda_env=(env LD_LIBRARY_PATH="$base_ld")
-rocm_env=(env LD_LIBRARY_PATH="$bin/lib:$kernels:$base_ld" CANDLE_ROCM_CODE_OBJECTS_DIR="$kernels")
 
 {
   echo "== ldd backend-bench-cuda"; "${cuda_env[@]}" ldd "$bin/backend-bench-cuda"

@@ -12,12 +12,6 @@
  * with dlsym) after each benchmark's setup + warm-up and after its timed loop; each mark
  * prints the counts since the previous mark on stderr as `probe\tLABEL\tname=count...`.
  *
- * With PROBE_SKIP_H2D_SYNC=1 it also drops the hipStreamSynchronize that immediately
- * follows a host-to-device hipMemcpyAsync on the same thread (candle-rocm-hip's
- * memcpy_htod waits for the stream after every upload). On NVIDIA that is safe: the CUDA
- * driver has consumed a pageable source buffer when cuMemcpyHtoDAsync returns, which is
- * what cudarc (and so Candle's CUDA backend) relies on. It measures what that wait costs.
- *
  * Build: gcc -O2 -shared -fPIC -o libbackend_probe.so backend_probe.c -ldl
  */
 #define _GNU_SOURCE
@@ -28,7 +22,7 @@
 #include <string.h>
 
 enum {
-    C_HIP_LAUNCH, C_HIP_H2D, C_HIP_D2H, C_HIP_D2D, C_HIP_STREAM_SYNC, C_HIP_SKIPPED_SYNC,
+    C_HIP_LAUNCH, C_HIP_H2D, C_HIP_D2H, C_HIP_D2D, C_HIP_STREAM_SYNC,
     C_HIP_DEVICE_SYNC, C_HIP_EVENT_SYNC, C_HIP_MALLOC_ASYNC, C_HIP_FREE_ASYNC, C_HIP_MALLOC, C_HIP_FREE,
     C_HIP_EVENT_RECORD, C_HIP_STREAM_WAIT_EVENT,
     C_CU_LAUNCH, C_CU_H2D, C_CU_D2H, C_CU_STREAM_SYNC, C_CU_ALLOC_ASYNC, C_CU_FREE_ASYNC,
@@ -36,7 +30,7 @@ enum {
     C_COUNT
 };
 static const char *NAMES[C_COUNT] = {
-    "hip_launch", "hip_h2d", "hip_d2h", "hip_d2d", "hip_stream_sync", "hip_skipped_h2d_sync",
+    "hip_launch", "hip_h2d", "hip_d2h", "hip_d2d", "hip_stream_sync",
     "hip_device_sync", "hip_event_sync", "hip_malloc_async", "hip_free_async", "hip_malloc", "hip_free",
     "hip_event_record", "hip_stream_wait_event",
     "cu_launch", "cu_h2d", "cu_d2h", "cu_stream_sync", "cu_alloc_async", "cu_free_async",
@@ -44,8 +38,6 @@ static const char *NAMES[C_COUNT] = {
 };
 static atomic_ulong counts[C_COUNT];
 static unsigned long last[C_COUNT];
-static __thread int after_h2d;
-static int skip_h2d_sync = -1;
 
 static void *next(const char *name) {
     void *p = dlsym(RTLD_NEXT, name);
@@ -76,28 +68,15 @@ hip_err hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, un
     NEXT(hip_err (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **, void **),
          "hipModuleLaunchKernel");
     COUNT(C_HIP_LAUNCH);
-    after_h2d = 0;
     return real(f, gx, gy, gz, bx, by, bz, shm, stream, params, extra);
 }
 hip_err hipMemcpyAsync(void *dst, const void *src, size_t bytes, int kind, void *stream) {
     NEXT(hip_err (*)(void *, const void *, size_t, int, void *), "hipMemcpyAsync");
     COUNT(kind == 1 ? C_HIP_H2D : kind == 2 ? C_HIP_D2H : C_HIP_D2D);
-    hip_err r = real(dst, src, bytes, kind, stream);
-    after_h2d = (kind == 1 && r == 0);
-    return r;
+    return real(dst, src, bytes, kind, stream);
 }
 hip_err hipStreamSynchronize(void *stream) {
     NEXT(hip_err (*)(void *), "hipStreamSynchronize");
-    if (skip_h2d_sync < 0) {
-        const char *e = getenv("PROBE_SKIP_H2D_SYNC");
-        skip_h2d_sync = e && strcmp(e, "1") == 0;
-    }
-    if (after_h2d && skip_h2d_sync) {
-        after_h2d = 0;
-        COUNT(C_HIP_SKIPPED_SYNC);
-        return 0;
-    }
-    after_h2d = 0;
     COUNT(C_HIP_STREAM_SYNC);
     return real(stream);
 }
