@@ -2,7 +2,6 @@
 //! result files under bench/results. Nothing in either is typed by hand: a
 //! missing result file becomes a line saying which command produces it.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -147,22 +146,21 @@ fn regen_section(md: &mut String, name: &str, command: &str, t: &Table) -> Resul
 
 /// Per-family geometric means of `ratio`, in first-seen order.
 pub fn family_means(t: &Table) -> Result<Vec<(String, f64, usize)>> {
-    let (fam, ratio) = (t.column("family")?, t.numbers("ratio")?);
-    let mut order: Vec<String> = Vec::new();
-    let mut logs: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for (row, r) in t.rows.iter().zip(ratio) {
-        if !r.is_finite() || r <= 0.0 {
-            continue;
+    let fam = t.column("family")?;
+    Ok(group_geomeans(t.rows.iter().map(|r| r[fam].clone()).zip(t.numbers("ratio")?)))
+}
+
+/// The geometric mean of each key's values and how many were measured (finite and
+/// positive), keys in first-seen order; a key with none measured is left out.
+fn group_geomeans(pairs: impl Iterator<Item = (String, f64)>) -> Vec<(String, f64, usize)> {
+    let mut groups: Vec<(String, Vec<f64>)> = Vec::new();
+    for (key, x) in pairs.filter(|(_, x)| x.is_finite() && *x > 0.0) {
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, xs)) => xs.push(x),
+            None => groups.push((key, vec![x])),
         }
-        if !logs.contains_key(&row[fam]) {
-            order.push(row[fam].clone());
-        }
-        logs.entry(row[fam].clone()).or_default().push(r.ln());
     }
-    Ok(order.into_iter().map(|f| {
-        let l = &logs[&f];
-        (f.clone(), (l.iter().sum::<f64>() / l.len() as f64).exp(), l.len())
-    }).collect())
+    groups.into_iter().map(|(k, xs)| (k, geomean(xs.iter().copied()), xs.len())).collect()
 }
 
 fn geomean(xs: impl Iterator<Item = f64>) -> f64 {
@@ -205,17 +203,12 @@ fn backend_section(md: &mut String, t: &Table) -> Result<Vec<(String, f64)>> {
     let (b, s, d) = (t.column("benchmark")?, t.column("shape")?, t.column("dtype")?);
     let (cu, ro) = (t.column("cuda_us")?, t.column("rocm_us")?);
     let mut rows = Vec::new();
-    // the plot: one bar per benchmark (geometric mean over its shapes and dtypes)
-    let mut groups: Vec<(String, Vec<f64>)> = Vec::new();
     for (r, x) in t.rows.iter().zip(&ratio) {
         let verdict = if *x >= BACKEND_RATIO_TARGET { "meets" } else { "behind" };
         rows.push(vec![r[b].clone(), r[s].clone(), r[d].clone(), r[cu].clone(), r[ro].clone(), fmt3(*x), verdict.into()]);
-        match groups.iter_mut().find(|(name, _)| *name == r[b]) {
-            Some((_, xs)) => xs.push(*x),
-            None => groups.push((r[b].clone(), vec![*x])),
-        }
     }
-    let bars: Vec<(String, f64)> = groups.into_iter().map(|(name, xs)| (format!("{name} ({})", xs.len()), geomean(xs.into_iter()))).collect();
+    // the plot: one bar per benchmark (geometric mean over its shapes and dtypes)
+    let bars: Vec<(String, f64)> = group_geomeans(t.rows.iter().map(|r| r[b].clone()).zip(ratio.iter().copied())).into_iter().map(|(name, mean, n)| (format!("{name} ({n})"), mean)).collect();
     let overall = geomean(ratio.iter().copied());
     rows.push(vec!["**geomean**".into(), String::new(), String::new(), String::new(), String::new(), fmt3(overall), String::new()]);
     markdown_table(md, &["benchmark", "shape", "dtype", "cuda_us", "rocm_us", "ratio", "target"], &rows)?;
