@@ -57,6 +57,8 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
         None => upstream::from_registry(&config.candle, args.candle_version.as_deref().unwrap_or(&config.candle.version))?,
     };
 
+    let label = format!("{}/", tree::shown(&out_dir).display());
+    let on_disk = read_output(&out_dir).with_context(|| format!("reading {label}"))?;
     let record = fingerprint::record_path(&root, &out_dir);
     let inputs_digest = if args.check {
         None
@@ -65,9 +67,9 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
         Some(fingerprint::inputs_digest(&upstream, &config_text, &out_dir, hipify::find().as_deref())?)
     };
     if let (Some(inputs), Some(previous)) = (&inputs_digest, fingerprint::load(&record)) {
-        if previous.inputs == *inputs && previous.output == fingerprint::tree_digest(&read_output(&out_dir)?) {
+        if previous.inputs == *inputs && previous.output == fingerprint::tree_digest(&on_disk) {
             println!("regen: {}", upstream.describe());
-            println!("  {}/ is up to date: the translator, the inputs and the output are those of the last regen (nothing translated, nothing written)", tree::shown(&out_dir).display());
+            println!("  {label} is up to date: the translator, the inputs and the output are those of the last regen (nothing translated, nothing written)");
             println!("  wall time: {:.2}s", start.elapsed().as_secs_f64());
             return Ok(ExitCode::SUCCESS);
         }
@@ -77,16 +79,13 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
     // the steps are independent: they run on the thread pool (as do the files inside them)
     let steps = STEPS.par_iter().map(|step| step(&input)).collect::<Result<Vec<_>>>()?;
     let tree = assemble(&upstream, &config.kernels.static_library, &steps)?;
-    let label = format!("{}/", tree::shown(&out_dir).display());
-
-    let on_disk = read_output(&out_dir).with_context(|| format!("reading {label}"))?;
     if args.check {
         let (up_to_date, text) = tree::check_report(&on_disk, &tree, &label);
         report(&upstream, &steps, &tree, &label, start);
         print!("{text}");
         return Ok(if up_to_date { ExitCode::SUCCESS } else { ExitCode::FAILURE });
     }
-    let previous = std::fs::read_to_string(out_dir.join(manifest::MANIFEST)).ok();
+    let previous = on_disk.get(manifest::MANIFEST).map(|m| String::from_utf8_lossy(m).into_owned());
     let unchanged = on_disk == tree;
     if !unchanged {
         tree::write_atomic(&tree, &out_dir).with_context(|| format!("writing {label}"))?;
