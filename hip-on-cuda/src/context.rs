@@ -10,6 +10,7 @@ use crate::{hipError_t, hip_call, lookup};
 use cudarc::driver::sys::{self as cuda, CUcontext, CUdevice, CUdevice_attribute as A};
 use std::ffi::{c_char, c_int};
 use std::ptr::null_mut;
+use std::cell::Cell;
 use std::sync::{Mutex, OnceLock};
 
 /// Loads the CUDA driver library and runs `cuInit(0)`, once per process. No
@@ -36,30 +37,54 @@ pub fn device(ordinal: c_int) -> Result<CUdevice, hipError_t> {
     Ok(dev)
 }
 
-/// The primary context of device `ordinal`, retained on first use.
+/// The primary context of device `ordinal`, retained on first use. Primary
+/// contexts are never released, so each thread keeps the last one it looked up:
+/// `hipSetDevice` runs before nearly every call of `candle-rocm-hip`, and HIP's
+/// own is a thread-local write, not a driver query and a lock.
 pub fn primary(ordinal: c_int) -> Result<CUcontext, hipError_t> {
-    // (ordinal, context as an address: raw pointers are not `Send`).
-    static PRIMARY: Mutex<Vec<(c_int, usize)>> = Mutex::new(Vec::new());
-    let dev = device(ordinal)?;
-    let mut table = PRIMARY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(&(_, ctx)) = table.iter().find(|(o, _)| *o == ordinal) {
+    thread_local! {
+        static LAST: Cell<Option<(c_int, usize)>> = const { Cell::new(None) };
+    }
+    if let Some((_, ctx)) = LAST.get().filter(|&(o, _)| o == ordinal) {
         return Ok(ctx as CUcontext);
     }
-    let mut ctx = null_mut();
-    cu(unsafe { cuda::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
-    table.push((ordinal, ctx as usize));
+    // (ordinal, context as an address: raw pointers are not `Send`).
+    static PRIMARY: Mutex<Vec<(c_int, usize)>> = Mutex::new(Vec::new());
+    let mut table = PRIMARY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let ctx = match table.iter().find(|(o, _)| *o == ordinal) {
+        Some(&(_, ctx)) => ctx as CUcontext,
+        None => {
+            let dev = device(ordinal)?;
+            let mut ctx = null_mut();
+            cu(unsafe { cuda::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
+            table.push((ordinal, ctx as usize));
+            ctx
+        }
+    };
+    LAST.set(Some((ordinal, ctx as usize)));
     Ok(ctx)
+}
+
+thread_local! {
+    /// Whether this thread has been given a primary context (by `hipSetDevice` or
+    /// [`current`]). Primary contexts are never released and nothing here pops or
+    /// unsets one, so it stays current: the driver is not asked again on every call.
+    static HAS_CONTEXT: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Makes sure the calling thread has a current context: device 0's primary
 /// context when it has none (HIP's default device).
 pub fn current() -> Result<(), hipError_t> {
+    if HAS_CONTEXT.get() {
+        return Ok(());
+    }
     init()?;
     let mut ctx = null_mut();
     cu(unsafe { cuda::cuCtxGetCurrent(&mut ctx) })?;
     if ctx.is_null() {
         cu(unsafe { cuda::cuCtxSetCurrent(primary(0)?) })?;
     }
+    HAS_CONTEXT.set(true);
     Ok(())
 }
 
@@ -129,9 +154,19 @@ pub unsafe extern "C" fn hipDeviceGetAttribute(
     })
 }
 
-/// Makes device `ordinal`'s primary context current on this thread.
+/// Makes device `ordinal`'s primary context current on this thread (only asks
+/// the driver to switch when another context is current, as cudarc binds).
 pub unsafe extern "C" fn hipSetDevice(ordinal: c_int) -> hipError_t {
-    hip_call(|| cu(cuda::cuCtxSetCurrent(primary(ordinal)?)))
+    hip_call(|| {
+        let ctx = primary(ordinal)?;
+        let mut current = null_mut();
+        cu(cuda::cuCtxGetCurrent(&mut current))?;
+        if current != ctx {
+            cu(cuda::cuCtxSetCurrent(ctx))?;
+        }
+        HAS_CONTEXT.set(true);
+        Ok(())
+    })
 }
 
 /// Waits for all work of the current device.

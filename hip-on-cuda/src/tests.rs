@@ -191,6 +191,9 @@ fn device_or_clean_errors() {
 unsafe fn round_trip() {
     let s = null_mut(); // the legacy default stream
     assert_eq!(context::hipSetDevice(0), hipSuccess);
+    // the thread's cached primary context answers only for its own ordinal
+    assert_ne!(context::hipSetDevice(-1), hipSuccess);
+    assert_eq!(context::hipSetDevice(0), hipSuccess);
     let mut warp = 0;
     assert_eq!(context::hipDeviceGetAttribute(&mut warp, 87, 0), hipSuccess);
     assert_eq!(warp, 32);
