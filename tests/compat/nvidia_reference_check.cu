@@ -1,19 +1,26 @@
 // nvidia_reference_check.cu - compares the bit-level helpers of
 // translator/compat/candle_fp_convert.h (run on the host) with what NVIDIA's
-// own toolkit types and intrinsics produce on an NVIDIA GPU. Needs nvcc and an
-// sm_80+ GPU; it is a one-off reference check, not part of the HIP build.
+// own toolkit types and intrinsics produce on an NVIDIA GPU, and the device
+// pass's platform hooks that hip-on-cuda's HIP headers name (CANDLE_PLATFORM_*,
+// e.g. the native float -> bf16 conversion) with the host's portable code.
+// Needs nvcc and an sm_80+ GPU; it is a one-off reference check, not part of
+// the HIP build.
 //
-//   nvcc -O2 -std=c++17 -arch=sm_90 -I translator/compat \
+//   nvcc -O2 -std=c++17 -arch=sm_90 -I translator/compat -I hip-on-cuda/include \
 //        tests/compat/nvidia_reference_check.cu -o /tmp/nvref && /tmp/nvref
 //
 // Every group prints "<n> compared, <m> mismatches"; exit status 1 if an
 // exact group mismatches (the transcendental group only reports ulp errors).
 // SPDX-License-Identifier: MIT OR Apache-2.0
-#include "candle_fp_convert.h"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
+// hip-on-cuda's platform hooks, then the helpers that take them in the device pass
+#include <hip/hip_runtime.h>
+#include "candle_fp_convert.h"
+#if !defined(CANDLE_PLATFORM_F32_TO_BF16_BITS) && defined(__CUDA_ARCH__)
+#error "hip-on-cuda's hip_runtime.h should define CANDLE_PLATFORM_F32_TO_BF16_BITS for sm_80+"
+#endif
 
 #include <cmath>
 #include <cstdint>
@@ -66,12 +73,13 @@ static void result(const char* name, uint64_t n, uint64_t bad, bool exact = true
 }
 
 // ---- kernels -----------------------------------------------------------------
-__global__ void k_f32_sweep(uint32_t base, uint64_t n, uint8_t* fp8, uint16_t* bf, uint16_t* bfrn) {
+__global__ void k_f32_sweep(uint32_t base, uint64_t n, uint8_t* fp8, uint16_t* bf, uint16_t* bfrn, uint16_t* bfplat) {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         const float f = __uint_as_float(base + (uint32_t)i);
         fp8[i] = __nv_fp8_e4m3(f).__x;
         bf[i] = dbf16_bits(__float2bfloat16(f));
         bfrn[i] = dbf16_bits(__float2bfloat16_rn(f));
+        bfplat[i] = candle_f32_to_bf16_bits(f); // through CANDLE_PLATFORM_F32_TO_BF16_BITS
     }
 }
 __global__ void k_f64(const double* d, uint64_t n, uint8_t* fp8, uint16_t* bf) {
@@ -222,25 +230,30 @@ int main() {
     // 1. Every float -> fp8 e4m3 and -> bf16 (both spellings).
     {
         const uint64_t chunk = 1ull << 28;
-        uint8_t* d8; uint16_t *d16, *d16rn;
+        uint8_t* d8; uint16_t *d16, *d16rn, *d16plat;
         CK(cudaMalloc(&d8, chunk)); CK(cudaMalloc(&d16, 2 * chunk)); CK(cudaMalloc(&d16rn, 2 * chunk));
-        std::vector<uint8_t> h8(chunk); std::vector<uint16_t> h16(chunk), h16rn(chunk);
-        uint64_t bad8 = 0, bad16 = 0;
+        CK(cudaMalloc(&d16plat, 2 * chunk));
+        std::vector<uint8_t> h8(chunk); std::vector<uint16_t> h16(chunk), h16rn(chunk), h16plat(chunk);
+        uint64_t bad8 = 0, bad16 = 0, badplat = 0;
         for (uint64_t c = 0; c < 16; ++c) {
             const uint32_t base = (uint32_t)(c * chunk);
-            k_f32_sweep<<<grid, block>>>(base, chunk, d8, d16, d16rn);
+            k_f32_sweep<<<grid, block>>>(base, chunk, d8, d16, d16rn, d16plat);
             CK(cudaGetLastError());
             CK(cudaMemcpy(h8.data(), d8, chunk, cudaMemcpyDeviceToHost));
             CK(cudaMemcpy(h16.data(), d16, 2 * chunk, cudaMemcpyDeviceToHost));
             CK(cudaMemcpy(h16rn.data(), d16rn, 2 * chunk, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(h16plat.data(), d16plat, 2 * chunk, cudaMemcpyDeviceToHost));
             bad8 += par_count(chunk, [&](uint64_t i) { return candle_f32_to_fp8_e4m3(f32(base + (uint32_t)i)) == h8[i]; },
                               [&](uint64_t i) { std::printf("  fp8 f32=0x%08x nvidia=0x%02x ours=0x%02x\n", base + (uint32_t)i, h8[i], candle_f32_to_fp8_e4m3(f32(base + (uint32_t)i))); });
             bad16 += par_count(chunk, [&](uint64_t i) { const uint16_t o = candle_f32_to_bf16_bits(f32(base + (uint32_t)i)); return o == h16[i] && o == h16rn[i]; },
                                [&](uint64_t i) { std::printf("  bf16 f32=0x%08x nvidia=0x%04x/0x%04x ours=0x%04x\n", base + (uint32_t)i, h16[i], h16rn[i], candle_f32_to_bf16_bits(f32(base + (uint32_t)i))); });
+            badplat += par_count(chunk, [&](uint64_t i) { return candle_f32_to_bf16_bits(f32(base + (uint32_t)i)) == h16plat[i]; },
+                                 [&](uint64_t i) { std::printf("  bf16 hook f32=0x%08x hook=0x%04x portable=0x%04x\n", base + (uint32_t)i, h16plat[i], candle_f32_to_bf16_bits(f32(base + (uint32_t)i))); });
         }
         result("fp8 e4m3 from every float", 1ull << 32, bad8);
         result("bf16 from every float", 1ull << 32, bad16);
-        CK(cudaFree(d8)); CK(cudaFree(d16)); CK(cudaFree(d16rn));
+        result("bf16 from every float, platform hook", 1ull << 32, badplat);
+        CK(cudaFree(d8)); CK(cudaFree(d16)); CK(cudaFree(d16rn)); CK(cudaFree(d16plat));
     }
     // 2. Doubles -> fp8 / bf16.
     {

@@ -94,7 +94,14 @@ CANDLE_HD inline int candle_top_bit(uint64_t v) { return 63 - __builtin_clzll(v)
 CANDLE_HD inline float candle_bf16_bits_to_f32(uint16_t b) { return candle_f32_from_bits((uint32_t)b << 16); }
 
 // float -> bf16, RNE; NaN -> canonical 0x7FFF; overflow rounds to +-inf.
+// A platform layer may name a native conversion with exactly these results for
+// the device pass by defining CANDLE_PLATFORM_F32_TO_BF16_BITS(f) before this
+// header (the HIP-on-NVIDIA headers of hip-on-cuda do, for sm_80+). HIP on AMD
+// defines none: CDNA2/CDNA3 and RDNA2/RDNA3 have no such instruction.
 CANDLE_HD inline uint16_t candle_f32_to_bf16_bits(float f) {
+#if defined(CANDLE_PLATFORM_F32_TO_BF16_BITS)
+    return CANDLE_PLATFORM_F32_TO_BF16_BITS(f);
+#endif
     const uint32_t u = candle_f32_bits(f);
     if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)CANDLE_BF16_CANONICAL_NAN;
     // Adding 0x7FFF plus the lowest kept bit rounds to nearest, ties to even.

@@ -135,6 +135,17 @@ static inline hipError_t hipFuncSetAttribute(const void* func, hipFuncAttribute 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 610
 #define CANDLE_PLATFORM_DP4A(a, b, c) __dp4a(a, b, c)
 #endif
+// float -> bf16 (round to nearest even, NaN -> 0x7FFF, overflow -> inf): one
+// cvt.rn.bf16.f32 on sm_80+, the same bits as the portable conversion (checked
+// for every float by hip-on-cuda/run-gpu-tests.sh).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+static __device__ __forceinline__ unsigned short candle_platform_f32_to_bf16_bits(float f) {
+    unsigned short bits;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(bits) : "f"(f));
+    return bits;
+}
+#define CANDLE_PLATFORM_F32_TO_BF16_BITS(f) candle_platform_f32_to_bf16_bits(f)
+#endif
 #if defined(__CUDA_ARCH__)
 #define CANDLE_PLATFORM_VSUB4(a, b) __vsub4(a, b)
 #define CANDLE_PLATFORM_VSUBSS4(a, b) __vsubss4(a, b)
