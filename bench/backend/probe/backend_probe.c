@@ -1,169 +1,133 @@
 /* backend_probe.c: an LD_PRELOAD interposer for the backend benchmark's investigation.
  *
- * It counts, per benchmark, the runtime calls each backend makes:
- *   ROCm binary (HIP entry points of the hip-on-cuda forwarder): hipModuleLaunchKernel,
- *     hipMemcpyAsync by direction, hipStreamSynchronize, hipDeviceSynchronize,
- *     hipEventSynchronize, hipEventRecord, hipStreamWaitEvent, hipMallocAsync/hipFreeAsync,
- *     hipMalloc/hipFree;
- *   CUDA binary (driver entry points cudarc links by name): cuLaunchKernel,
- *     cuMemcpyHtoDAsync_v2, cuMemcpyDtoHAsync_v2, cuStreamSynchronize, cuEventRecord,
- *     cuStreamWaitEvent, cuMemAllocAsync/cuMemFreeAsync.
- * The benchmark program, run with BENCH_PROBE=1, calls backend_probe_mark(label) (found
- * with dlsym) after each benchmark's setup + warm-up and after its timed loop; each mark
- * prints the counts since the previous mark on stderr as `probe\tLABEL\tname=count...`.
+ * For every runtime entry point each backend binary imports (the ROCm binary: the HIP
+ * functions of the hip-on-cuda forwarder; the stock CUDA binary: the driver functions
+ * cudarc links by name), it counts the calls and the wall time spent inside them.
+ * The benchmark program, run with BENCH_PROBE=1, calls backend_probe_mark(label) (found with
+ * dlsym) after each benchmark's setup + warm-up and after its timed loop; each mark prints,
+ * on stderr, the wall time since the previous mark and, per function called since then, the
+ * calls and nanoseconds inside it:
+ *     probe<TAB>LABEL<TAB>wall_ns=W<TAB>name=calls:ns...
+ * So per benchmark: wall time per iteration, time inside the runtime, and the rest (the
+ * program's own host code: candle, cudarc or candle-rocm-hip).
  *
+ * Timing uses CLOCK_MONOTONIC (vDSO, about 20-40 ns per call pair, charged to each call).
  * Build: gcc -O2 -shared -fPIC -o libbackend_probe.so backend_probe.c -ldl
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
+#include <time.h>
 
-enum {
-    C_HIP_LAUNCH, C_HIP_H2D, C_HIP_D2H, C_HIP_D2D, C_HIP_STREAM_SYNC,
-    C_HIP_DEVICE_SYNC, C_HIP_EVENT_SYNC, C_HIP_MALLOC_ASYNC, C_HIP_FREE_ASYNC, C_HIP_MALLOC, C_HIP_FREE,
-    C_HIP_EVENT_RECORD, C_HIP_STREAM_WAIT_EVENT,
-    C_CU_LAUNCH, C_CU_H2D, C_CU_D2H, C_CU_STREAM_SYNC, C_CU_ALLOC_ASYNC, C_CU_FREE_ASYNC,
-    C_CU_EVENT_RECORD, C_CU_STREAM_WAIT_EVENT,
-    C_COUNT
-};
-static const char *NAMES[C_COUNT] = {
-    "hip_launch", "hip_h2d", "hip_d2h", "hip_d2d", "hip_stream_sync",
-    "hip_device_sync", "hip_event_sync", "hip_malloc_async", "hip_free_async", "hip_malloc", "hip_free",
-    "hip_event_record", "hip_stream_wait_event",
-    "cu_launch", "cu_h2d", "cu_d2h", "cu_stream_sync", "cu_alloc_async", "cu_free_async",
-    "cu_event_record", "cu_stream_wait_event",
-};
-static atomic_ulong counts[C_COUNT];
-static unsigned long last[C_COUNT];
+typedef int st; /* hipError_t / CUresult */
+typedef void *p;
+typedef unsigned u;
+typedef unsigned long long dptr; /* CUdeviceptr */
+
+/* X(name, (parameters), (arguments)): every function returns a status (int). */
+#define CALLS(X)                                                                                         \
+    /* HIP runtime (hip-on-cuda's libamdhip64.so.5) */                                                   \
+    X(hipModuleLaunchKernel, (p f, u gx, u gy, u gz, u bx, u by, u bz, u shm, p s, p *a, p *e),          \
+      (f, gx, gy, gz, bx, by, bz, shm, s, a, e))                                                         \
+    X(hipModuleGetFunction, (p * f, p m, const char *n), (f, m, n))                                      \
+    X(hipSetDevice, (int d), (d))                                                                        \
+    X(hipGetDevice, (int *d), (d))                                                                       \
+    X(hipDeviceGetAttribute, (int *v, u a, int d), (v, a, d))                                            \
+    X(hipMemcpyAsync, (p d, const void *s, size_t n, int k, p st_), (d, s, n, k, st_))                   \
+    X(hipMemsetAsync, (p d, int v, size_t n, p s), (d, v, n, s))                                         \
+    X(hipMallocAsync, (p * d, size_t n, p s), (d, n, s))                                                 \
+    X(hipFreeAsync, (p d, p s), (d, s))                                                                  \
+    X(hipMalloc, (p * d, size_t n), (d, n))                                                              \
+    X(hipFree, (p d), (d))                                                                               \
+    X(hipEventCreateWithFlags, (p * e, u f), (e, f))                                                     \
+    X(hipEventDestroy, (p e), (e))                                                                       \
+    X(hipEventRecord, (p e, p s), (e, s))                                                                \
+    X(hipStreamWaitEvent, (p s, p e, u f), (s, e, f))                                                    \
+    X(hipStreamSynchronize, (p s), (s))                                                                  \
+    X(hipDeviceSynchronize, (void), ())                                                                  \
+    X(hipStreamIsCapturing, (p s, int *c), (s, c))                                                       \
+    X(rocblas_gemm_strided_batched_ex,                                                                   \
+      (p h, int ta, int tb, int m, int n, int k, const void *al, const void *a, int at, int lda,         \
+       long long sa, const void *b, int bt, int ldb, long long sb, const void *be, const void *c, int ct, \
+       int ldc, long long sc, void *d, int dt, int ldd, long long sd, int bc, int ctype, int algo,        \
+       int sol, u flags),                                                                                \
+      (h, ta, tb, m, n, k, al, a, at, lda, sa, b, bt, ldb, sb, be, c, ct, ldc, sc, d, dt, ldd, sd, bc,   \
+       ctype, algo, sol, flags))                                                                         \
+    /* CUDA driver (linked by name by the stock binary) */                                              \
+    X(cuLaunchKernel, (p f, u gx, u gy, u gz, u bx, u by, u bz, u shm, p s, p *a, p *e),                 \
+      (f, gx, gy, gz, bx, by, bz, shm, s, a, e))                                                         \
+    X(cuModuleGetFunction, (p * f, p m, const char *n), (f, m, n))                                       \
+    X(cuCtxGetCurrent, (p * c), (c))                                                                     \
+    X(cuCtxSetCurrent, (p c), (c))                                                                       \
+    X(cuDeviceGetAttribute, (int *v, int a, int d), (v, a, d))                                           \
+    X(cuMemcpyHtoDAsync_v2, (dptr d, const void *s, size_t n, p st_), (d, s, n, st_))                    \
+    X(cuMemcpyDtoHAsync_v2, (void *d, dptr s, size_t n, p st_), (d, s, n, st_))                          \
+    X(cuMemcpyDtoDAsync_v2, (dptr d, dptr s, size_t n, p st_), (d, s, n, st_))                           \
+    X(cuMemsetD8Async, (dptr d, unsigned char v, size_t n, p s), (d, v, n, s))                           \
+    X(cuMemAllocAsync, (dptr * d, size_t n, p s), (d, n, s))                                             \
+    X(cuMemFreeAsync, (dptr d, p s), (d, s))                                                             \
+    X(cuEventCreate, (p * e, u f), (e, f))                                                               \
+    X(cuEventDestroy_v2, (p e), (e))                                                                     \
+    X(cuEventRecord, (p e, p s), (e, s))                                                                 \
+    X(cuStreamWaitEvent, (p s, p e, u f), (s, e, f))                                                     \
+    X(cuStreamSynchronize, (p s), (s))                                                                   \
+    X(cuStreamIsCapturing, (p s, int *c), (s, c))                                                        \
+    X(cublasGemmStridedBatchedEx,                                                                        \
+      (p h, int ta, int tb, int m, int n, int k, const void *al, const void *a, int at, int lda,         \
+       long long sa, const void *b, int bt, int ldb, long long sb, const void *be, void *c, int ct,      \
+       int ldc, long long sc, int bc, int ctype, int algo),                                              \
+      (h, ta, tb, m, n, k, al, a, at, lda, sa, b, bt, ldb, sb, be, c, ct, ldc, sc, bc, ctype, algo))
+
+#define ENUM(name, params, args) I_##name,
+enum { CALLS(ENUM) I_COUNT };
+#define NAME(name, params, args) #name,
+static const char *NAMES[I_COUNT] = {CALLS(NAME)};
+
+static atomic_ulong calls[I_COUNT], nanos[I_COUNT];
+static unsigned long last_calls[I_COUNT], last_nanos[I_COUNT];
+static uint64_t last_mark;
+
+static uint64_t now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 static void *next(const char *name) {
-    void *p = dlsym(RTLD_NEXT, name);
-    if (!p) {
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f) {
         fprintf(stderr, "backend_probe: %s not found\n", name);
         abort();
     }
-    return p;
+    return f;
 }
-#define NEXT(type, name) static __typeof__(type) real; if (!real) real = (__typeof__(type))next(name)
-#define COUNT(c) atomic_fetch_add_explicit(&counts[c], 1, memory_order_relaxed)
 
 void backend_probe_mark(const char *label) {
-    fprintf(stderr, "probe\t%s", label);
-    for (int i = 0; i < C_COUNT; i++) {
-        unsigned long v = atomic_load(&counts[i]);
-        if (v - last[i])
-            fprintf(stderr, "\t%s=%lu", NAMES[i], v - last[i]);
-        last[i] = v;
+    uint64_t t = now();
+    fprintf(stderr, "probe\t%s\twall_ns=%lu", label, (unsigned long)(last_mark ? t - last_mark : 0));
+    for (int i = 0; i < I_COUNT; i++) {
+        unsigned long c = atomic_load(&calls[i]), n = atomic_load(&nanos[i]);
+        if (c - last_calls[i])
+            fprintf(stderr, "\t%s=%lu:%lu", NAMES[i], c - last_calls[i], n - last_nanos[i]);
+        last_calls[i] = c;
+        last_nanos[i] = n;
     }
     fputc('\n', stderr);
+    last_mark = now();
 }
 
-/* ---- HIP (resolved in the forwarder, libamdhip64.so.5) ---- */
-typedef int hip_err;
-hip_err hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                              unsigned bz, unsigned shm, void *stream, void **params, void **extra) {
-    NEXT(hip_err (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **, void **),
-         "hipModuleLaunchKernel");
-    COUNT(C_HIP_LAUNCH);
-    return real(f, gx, gy, gz, bx, by, bz, shm, stream, params, extra);
-}
-hip_err hipMemcpyAsync(void *dst, const void *src, size_t bytes, int kind, void *stream) {
-    NEXT(hip_err (*)(void *, const void *, size_t, int, void *), "hipMemcpyAsync");
-    COUNT(kind == 1 ? C_HIP_H2D : kind == 2 ? C_HIP_D2H : C_HIP_D2D);
-    return real(dst, src, bytes, kind, stream);
-}
-hip_err hipStreamSynchronize(void *stream) {
-    NEXT(hip_err (*)(void *), "hipStreamSynchronize");
-    COUNT(C_HIP_STREAM_SYNC);
-    return real(stream);
-}
-hip_err hipDeviceSynchronize(void) {
-    NEXT(hip_err (*)(void), "hipDeviceSynchronize");
-    COUNT(C_HIP_DEVICE_SYNC);
-    return real();
-}
-hip_err hipEventSynchronize(void *event) {
-    NEXT(hip_err (*)(void *), "hipEventSynchronize");
-    COUNT(C_HIP_EVENT_SYNC);
-    return real(event);
-}
-hip_err hipMallocAsync(void **p, size_t size, void *stream) {
-    NEXT(hip_err (*)(void **, size_t, void *), "hipMallocAsync");
-    COUNT(C_HIP_MALLOC_ASYNC);
-    return real(p, size, stream);
-}
-hip_err hipFreeAsync(void *p, void *stream) {
-    NEXT(hip_err (*)(void *, void *), "hipFreeAsync");
-    COUNT(C_HIP_FREE_ASYNC);
-    return real(p, stream);
-}
-hip_err hipMalloc(void **p, size_t size) {
-    NEXT(hip_err (*)(void **, size_t), "hipMalloc");
-    COUNT(C_HIP_MALLOC);
-    return real(p, size);
-}
-hip_err hipFree(void *p) {
-    NEXT(hip_err (*)(void *), "hipFree");
-    COUNT(C_HIP_FREE);
-    return real(p);
-}
-
-hip_err hipEventRecord(void *event, void *stream) {
-    NEXT(hip_err (*)(void *, void *), "hipEventRecord");
-    COUNT(C_HIP_EVENT_RECORD);
-    return real(event, stream);
-}
-hip_err hipStreamWaitEvent(void *stream, void *event, unsigned flags) {
-    NEXT(hip_err (*)(void *, void *, unsigned), "hipStreamWaitEvent");
-    COUNT(C_HIP_STREAM_WAIT_EVENT);
-    return real(stream, event, flags);
-}
-
-/* ---- CUDA driver (linked by name by the stock binary; the forwarder loads its own with dlopen) ---- */
-typedef int cu_res;
-typedef unsigned long long cu_ptr;
-cu_res cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                      unsigned shm, void *stream, void **params, void **extra) {
-    NEXT(cu_res (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **, void **),
-         "cuLaunchKernel");
-    COUNT(C_CU_LAUNCH);
-    return real(f, gx, gy, gz, bx, by, bz, shm, stream, params, extra);
-}
-cu_res cuMemcpyHtoDAsync_v2(cu_ptr dst, const void *src, size_t bytes, void *stream) {
-    NEXT(cu_res (*)(cu_ptr, const void *, size_t, void *), "cuMemcpyHtoDAsync_v2");
-    COUNT(C_CU_H2D);
-    return real(dst, src, bytes, stream);
-}
-cu_res cuMemcpyDtoHAsync_v2(void *dst, cu_ptr src, size_t bytes, void *stream) {
-    NEXT(cu_res (*)(void *, cu_ptr, size_t, void *), "cuMemcpyDtoHAsync_v2");
-    COUNT(C_CU_D2H);
-    return real(dst, src, bytes, stream);
-}
-cu_res cuStreamSynchronize(void *stream) {
-    NEXT(cu_res (*)(void *), "cuStreamSynchronize");
-    COUNT(C_CU_STREAM_SYNC);
-    return real(stream);
-}
-cu_res cuMemAllocAsync(cu_ptr *p, size_t size, void *stream) {
-    NEXT(cu_res (*)(cu_ptr *, size_t, void *), "cuMemAllocAsync");
-    COUNT(C_CU_ALLOC_ASYNC);
-    return real(p, size, stream);
-}
-cu_res cuMemFreeAsync(cu_ptr p, void *stream) {
-    NEXT(cu_res (*)(cu_ptr, void *), "cuMemFreeAsync");
-    COUNT(C_CU_FREE_ASYNC);
-    return real(p, stream);
-}
-cu_res cuEventRecord(void *event, void *stream) {
-    NEXT(cu_res (*)(void *, void *), "cuEventRecord");
-    COUNT(C_CU_EVENT_RECORD);
-    return real(event, stream);
-}
-cu_res cuStreamWaitEvent(void *stream, void *event, unsigned flags) {
-    NEXT(cu_res (*)(void *, void *, unsigned), "cuStreamWaitEvent");
-    COUNT(C_CU_STREAM_WAIT_EVENT);
-    return real(stream, event, flags);
-}
+#define DEFINE(name, params, args)                                                   \
+    st name params {                                                                 \
+        static st(*real) params;                                                     \
+        if (!real) real = (st(*) params)next(#name);                                 \
+        uint64_t t0 = now();                                                         \
+        st r = real args;                                                            \
+        atomic_fetch_add_explicit(&nanos[I_##name], now() - t0, memory_order_relaxed); \
+        atomic_fetch_add_explicit(&calls[I_##name], 1, memory_order_relaxed);        \
+        return r;                                                                    \
+    }
+CALLS(DEFINE)
