@@ -15,11 +15,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
-// hip-on-cuda's platform hooks, then the helpers that take them in the device pass
+// hip-on-cuda's platform hooks, then the helpers and types that take them in the device pass
 #include <hip/hip_runtime.h>
 #include "candle_fp_convert.h"
-#if !defined(CANDLE_PLATFORM_F32_TO_BF16_BITS) && defined(__CUDA_ARCH__)
-#error "hip-on-cuda's hip_runtime.h should define CANDLE_PLATFORM_F32_TO_BF16_BITS for sm_80+"
+#include "candle_hip_compat.h"
+#if defined(__CUDA_ARCH__) && !(defined(CANDLE_PLATFORM_F32_TO_BF16_BITS) && defined(CANDLE_PLATFORM_BF16_ADD) && \
+                                 defined(CANDLE_PLATFORM_BF16_SUB) && defined(CANDLE_PLATFORM_BF16_MUL))
+#error "hip-on-cuda's hip_runtime.h should define the CANDLE_PLATFORM_ bf16 hooks for sm_80+"
 #endif
 
 #include <cmath>
@@ -118,10 +120,10 @@ __global__ void k_fp8_decode(uint16_t* h, uint32_t* f) {
 }
 
 // Pairs of 16-bit patterns: min/max, arithmetic (bf16), pair ops (bf16x2).
-__global__ void k_pairs(const uint32_t* ab, uint64_t n, uint16_t* out /* 12 per pair */) {
+__global__ void k_pairs(const uint32_t* ab, uint64_t n, uint16_t* out /* 15 per pair */) {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         const uint16_t a = (uint16_t)ab[i], b = (uint16_t)(ab[i] >> 16);
-        uint16_t* o = out + 12 * i;
+        uint16_t* o = out + 15 * i;
         o[0] = __half_as_ushort(__hmax(dhalf(a), dhalf(b)));
         o[1] = __half_as_ushort(__hmin(dhalf(a), dhalf(b)));
         o[2] = __half_as_ushort(__hmax_nan(dhalf(a), dhalf(b)));
@@ -135,6 +137,10 @@ __global__ void k_pairs(const uint32_t* ab, uint64_t n, uint16_t* out /* 12 per 
         o[9] = dbf16_bits(x - y);
         o[10] = dbf16_bits(x * y);
         o[11] = dbf16_bits(x / y);
+        const candle_bf16 p = candle_bf16::from_bits(a), q = candle_bf16::from_bits(b);
+        o[12] = (p + q).bits; // through CANDLE_PLATFORM_BF16_ADD
+        o[13] = (p - q).bits;
+        o[14] = (p * q).bits;
     }
 }
 __global__ void k_pairs2(const uint32_t* ab, uint64_t n, uint32_t* out /* 3 per pair */) {
@@ -364,32 +370,39 @@ int main() {
             hab[i] = a | ((uint32_t)b << 16);
         }
         uint32_t* dab; uint16_t* dout; uint32_t* dout2;
-        CK(cudaMalloc(&dab, 4 * n)); CK(cudaMalloc(&dout, 24 * n)); CK(cudaMalloc(&dout2, 12 * n));
+        CK(cudaMalloc(&dab, 4 * n)); CK(cudaMalloc(&dout, 30 * n)); CK(cudaMalloc(&dout2, 12 * n));
         CK(cudaMemcpy(dab, hab.data(), 4 * n, cudaMemcpyHostToDevice));
         k_pairs<<<grid, block>>>(dab, n, dout);
         k_pairs2<<<grid, block>>>(dab, n, dout2);
         CK(cudaGetLastError());
-        std::vector<uint16_t> ho(12 * n); std::vector<uint32_t> ho2(3 * n);
-        CK(cudaMemcpy(ho.data(), dout, 24 * n, cudaMemcpyDeviceToHost));
+        std::vector<uint16_t> ho(15 * n); std::vector<uint32_t> ho2(3 * n);
+        CK(cudaMemcpy(ho.data(), dout, 30 * n, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(ho2.data(), dout2, 12 * n, cudaMemcpyDeviceToHost));
-        const char* names[12] = {"half __hmax", "half __hmin", "half __hmax_nan", "half __hmin_nan",
+        // 12-14: candle_bf16's operators in the device pass (hip-on-cuda's platform hooks)
+        // against the same operators on the host (the portable code)
+        const char* names[15] = {"half __hmax", "half __hmin", "half __hmax_nan", "half __hmin_nan",
                                  "bf16 __hmax", "bf16 __hmin", "bf16 __hmax_nan", "bf16 __hmin_nan",
-                                 "bf16 operator+", "bf16 operator-", "bf16 operator*", "bf16 operator/"};
-        for (int k = 0; k < 12; ++k) {
+                                 "bf16 operator+", "bf16 operator-", "bf16 operator*", "bf16 operator/",
+                                 "candle_bf16 + platform hook", "candle_bf16 - platform hook", "candle_bf16 * platform hook"};
+        for (int k = 0; k < 15; ++k) {
             auto ref = [&](uint64_t i) -> uint16_t {
                 const uint16_t a = (uint16_t)hab[i], b = (uint16_t)(hab[i] >> 16);
                 if (k < 8) return ref_minmax(a, b, k >= 4, (k & 1) == 0, (k & 2) != 0);
+                if (k >= 12) {
+                    const candle_bf16 p = candle_bf16::from_bits(a), q = candle_bf16::from_bits(b);
+                    return (k == 12 ? p + q : k == 13 ? p - q : p * q).bits;
+                }
                 const float fa = b2f(a), fb = b2f(b);
                 return f2b(k == 8 ? fa + fb : k == 9 ? fa - fb : k == 10 ? fa * fb : fa / fb);
             };
             auto same = [&](uint64_t i) {
-                const uint16_t r = ref(i), g = ho[12 * i + k];
+                const uint16_t r = ref(i), g = ho[15 * i + k];
                 return r == g;
             };
             char label[96];
             std::snprintf(label, sizeof label, "%s (random pairs)", names[k]);
             result(label, n, par_count(n, same, [&](uint64_t i) {
-                std::printf("  %s a=0x%04x b=0x%04x nvidia=0x%04x ours=0x%04x\n", names[k], hab[i] & 0xFFFF, hab[i] >> 16, ho[12 * i + k], ref(i)); }));
+                std::printf("  %s a=0x%04x b=0x%04x nvidia=0x%04x ours=0x%04x\n", names[k], hab[i] & 0xFFFF, hab[i] >> 16, ho[15 * i + k], ref(i)); }));
         }
         // bf16 pairs: lanes (a,b) op (b,a).
         auto ref2 = [&](uint64_t i, int k) -> uint32_t {

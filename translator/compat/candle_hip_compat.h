@@ -73,15 +73,42 @@ struct alignas(2) candle_bf16 {
         return r;
     }
 
-    CANDLE_HDI candle_bf16& operator+=(candle_bf16 o) { return *this = candle_bf16(float(*this) + float(o)); }
-    CANDLE_HDI candle_bf16& operator-=(candle_bf16 o) { return *this = candle_bf16(float(*this) - float(o)); }
-    CANDLE_HDI candle_bf16& operator*=(candle_bf16 o) { return *this = candle_bf16(float(*this) * float(o)); }
+    // One correctly rounded bf16 operation each. A platform layer may name native
+    // instructions with exactly these results for the device pass by defining
+    // CANDLE_PLATFORM_BF16_ADD / _SUB / _MUL (a_bits, b_bits) -> bits before this
+    // header (the HIP-on-NVIDIA headers of hip-on-cuda do, for sm_80+); HIP on AMD
+    // defines none.
+    CANDLE_HDI static candle_bf16 add_rn(candle_bf16 a, candle_bf16 b) {
+#if defined(CANDLE_PLATFORM_BF16_ADD)
+        return from_bits(CANDLE_PLATFORM_BF16_ADD(a.bits, b.bits));
+#else
+        return candle_bf16(float(a) + float(b));
+#endif
+    }
+    CANDLE_HDI static candle_bf16 sub_rn(candle_bf16 a, candle_bf16 b) {
+#if defined(CANDLE_PLATFORM_BF16_SUB)
+        return from_bits(CANDLE_PLATFORM_BF16_SUB(a.bits, b.bits));
+#else
+        return candle_bf16(float(a) - float(b));
+#endif
+    }
+    CANDLE_HDI static candle_bf16 mul_rn(candle_bf16 a, candle_bf16 b) {
+#if defined(CANDLE_PLATFORM_BF16_MUL)
+        return from_bits(CANDLE_PLATFORM_BF16_MUL(a.bits, b.bits));
+#else
+        return candle_bf16(float(a) * float(b));
+#endif
+    }
+
+    CANDLE_HDI candle_bf16& operator+=(candle_bf16 o) { return *this = add_rn(*this, o); }
+    CANDLE_HDI candle_bf16& operator-=(candle_bf16 o) { return *this = sub_rn(*this, o); }
+    CANDLE_HDI candle_bf16& operator*=(candle_bf16 o) { return *this = mul_rn(*this, o); }
     CANDLE_HDI candle_bf16& operator/=(candle_bf16 o) { return *this = candle_bf16(float(*this) / float(o)); }
 };
 
-CANDLE_HDI candle_bf16 operator+(candle_bf16 a, candle_bf16 b) { return candle_bf16(float(a) + float(b)); }
-CANDLE_HDI candle_bf16 operator-(candle_bf16 a, candle_bf16 b) { return candle_bf16(float(a) - float(b)); }
-CANDLE_HDI candle_bf16 operator*(candle_bf16 a, candle_bf16 b) { return candle_bf16(float(a) * float(b)); }
+CANDLE_HDI candle_bf16 operator+(candle_bf16 a, candle_bf16 b) { return candle_bf16::add_rn(a, b); }
+CANDLE_HDI candle_bf16 operator-(candle_bf16 a, candle_bf16 b) { return candle_bf16::sub_rn(a, b); }
+CANDLE_HDI candle_bf16 operator*(candle_bf16 a, candle_bf16 b) { return candle_bf16::mul_rn(a, b); }
 CANDLE_HDI candle_bf16 operator/(candle_bf16 a, candle_bf16 b) { return candle_bf16(float(a) / float(b)); }
 CANDLE_HDI candle_bf16 operator+(candle_bf16 a) { return a; }
 // Negation flips the sign bit; a NaN becomes the canonical NaN 0x7FFF, as on

@@ -135,9 +135,10 @@ static inline hipError_t hipFuncSetAttribute(const void* func, hipFuncAttribute 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 610
 #define CANDLE_PLATFORM_DP4A(a, b, c) __dp4a(a, b, c)
 #endif
+// bf16 on sm_80+, the same bits as the portable code (checked on the GPU by
+// tests/compat/nvidia_reference_check.cu: every float, random pairs):
 // float -> bf16 (round to nearest even, NaN -> 0x7FFF, overflow -> inf): one
-// cvt.rn.bf16.f32 on sm_80+, the same bits as the portable conversion (checked
-// for every float by hip-on-cuda/run-gpu-tests.sh).
+// cvt.rn.bf16.f32.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 static __device__ __forceinline__ unsigned short candle_platform_f32_to_bf16_bits(float f) {
     unsigned short bits;
@@ -145,6 +146,16 @@ static __device__ __forceinline__ unsigned short candle_platform_f32_to_bf16_bit
     return bits;
 }
 #define CANDLE_PLATFORM_F32_TO_BF16_BITS(f) candle_platform_f32_to_bf16_bits(f)
+// bf16 + - * as one fma.rn.bf16 each (a*1+b, b*-1+a, a*b+-0: the product or sum is
+// rounded once, like the portable float-then-round; -0 keeps the signs of zeros).
+static __device__ __forceinline__ unsigned short candle_platform_bf16_fma(unsigned short a, unsigned short b, unsigned short c) {
+    unsigned short d;
+    asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(d) : "h"(a), "h"(b), "h"(c));
+    return d;
+}
+#define CANDLE_PLATFORM_BF16_ADD(a, b) candle_platform_bf16_fma((a), 0x3F80u, (b))
+#define CANDLE_PLATFORM_BF16_SUB(a, b) candle_platform_bf16_fma((b), 0xBF80u, (a))
+#define CANDLE_PLATFORM_BF16_MUL(a, b) candle_platform_bf16_fma((a), (b), 0x8000u)
 #endif
 #if defined(__CUDA_ARCH__)
 #define CANDLE_PLATFORM_VSUB4(a, b) __vsub4(a, b)
