@@ -15,8 +15,9 @@
 # device-carry/bench-backend, else device-carry/bench-backend.tar.xz, what is carried),
 # KERNELS_DIR (an existing hip-on-cuda/build-kernels.sh output to reuse; otherwise
 # generated/kernels is compiled with nvcc into WORK_DIR, about 70 s), WORK_DIR (scratch,
-# default a temp dir), RUNS (default 2), BENCH_ARGS (extra arguments for both binaries,
-# e.g. "--filter llama --reps 5").
+# default a temp dir), RUNS (default 2), FIRST_RUN (default 1: the number of the first
+# run; a later device call can add runs to the same OUT_DIR, and every run there is
+# merged), BENCH_ARGS (extra arguments for both binaries, e.g. "--filter llama --reps 5").
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 [[ $# -ge 1 ]] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
@@ -37,7 +38,8 @@ if grep -q "not found" "$out/runs/ldd.txt"; then echo "error: a library is missi
 nvcc_version=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')
 notes=(--note "gpu: $gpu" --note "run on the GPU machine's CUDA ${nvcc_version:-?} (nvcc of the ROCm side's kernels)")
 status=0
-for i in $(seq 1 "$runs"); do
+first=${FIRST_RUN:-1}
+for i in $(seq "$first" $((first + runs - 1))); do
   for side in cuda rocm; do
     if [[ $side == cuda ]]; then envs=("${cuda_env[@]}"); else envs=("${rocm_env[@]}"); fi
     start=$(date +%s)

@@ -948,6 +948,12 @@ fn join(cuda: &str, rocm: &str, out: &str) -> std::result::Result<(), String> {
     let amap: HashMap<Key, f64> = a.into_iter().collect();
     let mut s = String::new();
     s.push_str(&format!("# cuda: {cuda}\n# rocm: {rocm}\n# ratio = cuda_us / rocm_us (>= 1: the ROCm backend is at least as fast)\n"));
+    // where and how each side was measured: its GPU, method and merged runs
+    for (side, path) in [("cuda", cuda), ("rocm", rocm)] {
+        for c in comments(path).iter().filter(|c| ["# gpu:", "# method:", "# merged:"].iter().any(|p| c.starts_with(p))) {
+            s.push_str(&format!("# {side} {}\n", &c[2..]));
+        }
+    }
     s.push_str(JOIN_HEADER);
     s.push('\n');
     let fmt = |v: Option<&f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "NA".into());
