@@ -27,7 +27,7 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
             !(prev.is_punct(".") || prev.is_punct("->") || prev.is_punct("::") || prev.kind == TokenKind::Ident && is_type_word(&prev.text))
         });
         if called && plain {
-            unit.tokens[i].text = to.to_string();
+            unit.tokens[i].text = to.into();
             count += 1;
         }
     }

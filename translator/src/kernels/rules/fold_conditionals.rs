@@ -13,12 +13,16 @@ use std::collections::BTreeSet;
 use super::pp_expr::evaluate;
 use super::tokens::tokens_from;
 use super::{TreeFacts, Unit};
-use crate::lexer::{logical_lines, LogicalLine, Token, TokenKind};
+use crate::lexer::{line_views, LineView, Token, TokenKind};
 use crate::TranslateError;
 
 pub fn apply(unit: &mut Unit, facts: &TreeFacts) -> Result<usize, TranslateError> {
-    let (tokens, folded) = fold(&unit.path, std::mem::take(&mut unit.tokens), &facts.never_defined)?;
-    unit.tokens = tokens;
+    let mut out = Vec::with_capacity(unit.tokens.len());
+    let folded = fold(&unit.path, &unit.tokens, &facts.never_defined, |kept| match kept {
+        Kept::Line(line) => out.extend_from_slice(line.tokens),
+        Kept::New(tokens) => out.extend(tokens),
+    })?;
+    unit.tokens = out;
     Ok(folded)
 }
 
@@ -31,9 +35,17 @@ pub fn never_defined_macros(units: &[Unit]) -> BTreeSet<String> {
     loop {
         let mut live = BTreeSet::new();
         for u in units {
-            // a file whose conditionals are malformed keeps every definition
-            let tokens = fold(&u.path, u.tokens.clone(), &never).map(|(t, _)| t).unwrap_or_else(|_| u.tokens.clone());
-            live.extend(defined_macros(&tokens));
+            let mut defined = Vec::new();
+            let folded = fold(&u.path, &u.tokens, &never, |kept| {
+                if let Kept::Line(line) = kept {
+                    defined.extend(defined_name(line));
+                }
+            });
+            match folded {
+                Ok(_) => live.extend(defined),
+                // a file whose conditionals are malformed keeps every definition
+                Err(_) => live.extend(defined_macros(&u.tokens)),
+            }
         }
         let next: BTreeSet<String> = all_defined.difference(&live).cloned().collect();
         if next == never {
@@ -44,11 +56,22 @@ pub fn never_defined_macros(units: &[Unit]) -> BTreeSet<String> {
 }
 
 fn defined_macros(tokens: &[Token]) -> Vec<String> {
-    logical_lines(tokens.to_vec())
-        .iter()
-        .filter(|l| l.directive() == Some("define"))
-        .filter_map(|l| l.directive_body().iter().find(|t| !t.is_trivia()).filter(|t| t.kind == TokenKind::Ident).map(|t| t.text.clone()))
-        .collect()
+    line_views(tokens).filter_map(defined_name).collect()
+}
+
+/// The macro a `#define` line defines.
+fn defined_name(line: LineView<'_>) -> Option<String> {
+    if line.directive() != Some("define") {
+        return None;
+    }
+    line.directive_body().iter().find(|t| !t.is_trivia()).filter(|t| t.kind == TokenKind::Ident).map(|t| t.text.to_string())
+}
+
+/// What [`fold`] keeps, in order: a line of the input as it is, or new tokens
+/// (a retitled or added directive).
+enum Kept<'t> {
+    Line(LineView<'t>),
+    New(Vec<Token>),
 }
 
 /// One open `#if` group.
@@ -63,18 +86,28 @@ struct Group {
     live: bool,
 }
 
-fn fold(path: &str, tokens: Vec<Token>, never_defined: &BTreeSet<String>) -> Result<(Vec<Token>, usize), TranslateError> {
-    let mut out = Vec::with_capacity(tokens.len());
+/// Resolves the known conditionals of `tokens`, handing what is kept to `keep`
+/// in order; returns how many conditions were resolved.
+fn fold<'t>(
+    path: &str,
+    tokens: &'t [Token],
+    never_defined: &BTreeSet<String>,
+    mut keep: impl FnMut(Kept<'t>),
+) -> Result<usize, TranslateError> {
     let mut stack: Vec<Group> = Vec::new();
     let mut folded = 0;
+    let mut last_line = 1;
     let live = |stack: &Vec<Group>| stack.last().is_none_or(|g| g.live);
-    for line in logical_lines(tokens) {
+    for line in line_views(tokens) {
         let at = line.line();
-        let directive = line.directive().map(str::to_string);
-        match directive.as_deref() {
+        let mut out = |kept: Kept<'t>| {
+            last_line = at;
+            keep(kept)
+        };
+        match line.directive() {
             Some(d @ ("if" | "ifdef" | "ifndef")) => {
                 let outer_dead = !live(&stack);
-                let value = if outer_dead { Some(0) } else { condition(d, &line, never_defined) };
+                let value = if outer_dead { Some(0) } else { condition(d, line, never_defined) };
                 let mut g = Group { outer_dead, opened: false, taken: false, live: false };
                 match value {
                     _ if outer_dead => {}
@@ -87,7 +120,7 @@ fn fold(path: &str, tokens: Vec<Token>, never_defined: &BTreeSet<String>) -> Res
                     None => {
                         g.opened = true;
                         g.live = true;
-                        out.extend(line.tokens);
+                        out(Kept::Line(line));
                     }
                 }
                 stack.push(g);
@@ -98,23 +131,23 @@ fn fold(path: &str, tokens: Vec<Token>, never_defined: &BTreeSet<String>) -> Res
                 if g.outer_dead || g.taken {
                     continue;
                 }
-                match condition("if", &line, never_defined) {
+                match condition("if", line, never_defined) {
                     Some(0) => folded += 1,
                     Some(_) => {
                         g.taken = true;
                         g.live = true;
                         folded += 1;
                         if g.opened {
-                            out.extend(tokens_from("#else\n", at));
+                            out(Kept::New(tokens_from("#else\n", at)));
                         }
                     }
                     None => {
                         g.live = true;
                         if g.opened {
-                            out.extend(line.tokens);
+                            out(Kept::Line(line));
                         } else {
                             g.opened = true;
-                            out.extend(retitle(&line, "if"));
+                            out(Kept::New(retitle(line, "if")));
                         }
                     }
                 }
@@ -123,35 +156,35 @@ fn fold(path: &str, tokens: Vec<Token>, never_defined: &BTreeSet<String>) -> Res
                 let g = stack.last_mut().ok_or_else(|| unbalanced(path, at, "#else"))?;
                 g.live = !g.outer_dead && !g.taken;
                 if g.live && g.opened {
-                    out.extend(line.tokens);
+                    out(Kept::Line(line));
                 }
                 g.taken = true;
             }
             Some("endif") => {
                 let g = stack.pop().ok_or_else(|| unbalanced(path, at, "#endif"))?;
                 if g.opened && !g.outer_dead {
-                    out.extend(line.tokens);
+                    out(Kept::Line(line));
                 }
             }
             _ => {
                 if live(&stack) {
-                    out.extend(line.tokens);
+                    out(Kept::Line(line));
                 }
             }
         }
     }
     if !stack.is_empty() {
-        return Err(unbalanced(path, out.last().map_or(1, |t: &Token| t.line), "#if without #endif"));
+        return Err(unbalanced(path, last_line, "#if without #endif"));
     }
-    Ok((out, folded))
+    Ok(folded)
 }
 
-fn condition(directive: &str, line: &LogicalLine, never_defined: &BTreeSet<String>) -> Option<i64> {
+fn condition(directive: &str, line: LineView<'_>, never_defined: &BTreeSet<String>) -> Option<i64> {
     let body = line.directive_body();
     match directive {
         "ifdef" | "ifndef" => {
             let name = body.iter().find(|t| !t.is_trivia())?;
-            let known_undefined = never_defined.contains(&name.text);
+            let known_undefined = never_defined.contains(name.text.as_str());
             known_undefined.then_some(if directive == "ifdef" { 0 } else { 1 })
         }
         _ => evaluate(body, never_defined),
@@ -159,10 +192,10 @@ fn condition(directive: &str, line: &LogicalLine, never_defined: &BTreeSet<Strin
 }
 
 /// The same directive line with its name replaced (`#elif X` → `#if X`).
-fn retitle(line: &LogicalLine, name: &str) -> Vec<Token> {
-    let mut toks = line.tokens.clone();
+fn retitle(line: LineView<'_>, name: &str) -> Vec<Token> {
+    let mut toks = line.tokens.to_vec();
     if let Some(t) = toks.iter_mut().filter(|t| !t.is_trivia()).nth(1) {
-        t.text = name.to_string();
+        t.text = name.into();
     }
     toks
 }

@@ -26,7 +26,7 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
     while i < unit.tokens.len() {
         if matches!(unit.tokens[i].kind, TokenKind::LineComment | TokenKind::BlockComment) {
             let (text, renamed) = rename_words(&unit.tokens[i].text);
-            unit.tokens[i].text = text;
+            unit.tokens[i].text = text.into();
             count += renamed;
             i += 1;
             continue;
@@ -44,7 +44,7 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
             continue;
         }
         if let Some(to) = identifier_table().get(unit.tokens[i].text.as_str()) {
-            unit.tokens[i].text = to.to_string();
+            unit.tokens[i].text = (*to).into();
             count += 1;
         }
         i += 1;

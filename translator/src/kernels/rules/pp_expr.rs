@@ -110,7 +110,7 @@ impl<'a> Parser<'a> {
                 if paren && !self.eat(")") {
                     return Err(());
                 }
-                Ok(self.never_defined.contains(&name.text).then_some(0))
+                Ok(self.never_defined.contains(name.text.as_str()).then_some(0))
             }
             TokenKind::Ident if t.text == "true" => Ok(Some(1)),
             TokenKind::Ident if t.text == "false" => Ok(Some(0)),
@@ -130,7 +130,7 @@ impl<'a> Parser<'a> {
                         }
                     }
                 }
-                Ok(if self.never_defined.contains(&t.text) { Some(0) } else { None })
+                Ok(if self.never_defined.contains(t.text.as_str()) { Some(0) } else { None })
             }
             _ => Err(()),
         }

@@ -7,11 +7,11 @@
 
 use super::{TreeFacts, Unit};
 use crate::kernels::mapping::{FORBIDDEN_IDENTIFIERS, FORBIDDEN_PREFIXES};
-use crate::lexer::{logical_lines, TokenKind};
+use crate::lexer::{line_views, TokenKind};
 use crate::TranslateError;
 
 pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
-    for line in logical_lines(unit.tokens.clone()) {
+    for line in line_views(&unit.tokens) {
         if line.directive() == Some("include") {
             continue;
         }
@@ -20,7 +20,7 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
                 return Err(TranslateError::unsupported(
                     &unit.path,
                     t.line,
-                    &t.text,
+                    t.text.as_str(),
                     "CUDA-only construct that no rule translates (add a mapping or rule in translator/src/kernels)",
                 ));
             }

@@ -18,7 +18,7 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
         for t in &mut line.tokens {
             if t.kind == TokenKind::Ident && TOOLKIT_VERSION_MACROS.contains(&t.text.as_str()) {
                 if !is_directive {
-                    return Err(TranslateError::unsupported(&unit.path, t.line, &t.text, "CUDA toolkit version used outside a preprocessor line"));
+                    return Err(TranslateError::unsupported(&unit.path, t.line, t.text.as_str(), "CUDA toolkit version used outside a preprocessor line"));
                 }
                 t.text = "0".into();
                 t.kind = TokenKind::Number;

@@ -31,7 +31,7 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
         let line = unit.tokens[brace_at].line;
         // The brace's own indentation, plus one level, for the barrier's line.
         let indent = match unit.tokens[..brace_at].last() {
-            Some(t) if t.kind == TokenKind::Space => t.text.clone(),
+            Some(t) if t.kind == TokenKind::Space => t.text.to_string(),
             _ => String::new(),
         };
         let barrier = [
