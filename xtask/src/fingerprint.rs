@@ -1,7 +1,8 @@
 //! The no-op fast path of `cargo xtask regen`: a fingerprint of everything a
-//! regen's output depends on (the translator, that is this executable; the
-//! pin in upstream.toml; every file of the upstream crates; the output
-//! directory; the hipify-perl first pass) and of the tree it wrote. When both
+//! regen's output depends on (the translator, that is this executable, by its
+//! path, size and modification time; the pin in upstream.toml; every file of
+//! the upstream crates; the output directory; the hipify-perl first pass) and
+//! of the tree it wrote. When both
 //! match the next time, nothing is translated: the output is what a regen
 //! would write again. The record lives under `target/` (it names this
 //! machine's executable, so it is never committed); `--check` never uses it.
@@ -44,7 +45,7 @@ pub fn record_path(workspace: &Path, out_dir: &Path) -> PathBuf {
 pub fn inputs_digest(upstream: &Upstream, config_text: &str, out_dir: &Path, hipify: Option<&Path>) -> Result<String> {
     let mut hash = Sha256::new();
     let exe = std::env::current_exe().context("locating the xtask executable")?;
-    hash.update(std::fs::read(&exe).with_context(|| format!("reading {}", exe.display()))?);
+    field(&mut hash, executable_identity(&exe)?.as_bytes());
     field(&mut hash, config_text.as_bytes());
     field(&mut hash, absolute(out_dir).to_string_lossy().as_bytes());
     field(&mut hash, hipify.map(|p| p.to_string_lossy().into_owned()).unwrap_or_default().as_bytes());
@@ -54,6 +55,23 @@ pub fn inputs_digest(upstream: &Upstream, config_text: &str, out_dir: &Path, hip
         field(&mut hash, tree_digest(&tree::read_tree(&krate.root)?).as_bytes());
     }
     Ok(hex(&hash.finalize()))
+}
+
+/// This executable, identified the way build tools identify files: where it is,
+/// its size and its modification time (nanoseconds), not its contents (a debug
+/// build is over 100 MiB: reading and hashing it was most of a no-op regen).
+/// Any rebuild or copy changes at least one of these.
+fn executable_identity(exe: &Path) -> Result<String> {
+    let meta = std::fs::metadata(exe).with_context(|| format!("reading the metadata of {}", exe.display()))?;
+    let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
+    #[cfg(unix)]
+    let place = {
+        use std::os::unix::fs::MetadataExt;
+        format!("{}:{}", meta.dev(), meta.ino())
+    };
+    #[cfg(not(unix))]
+    let place = String::new();
+    Ok(format!("{} {place} {} {modified}", absolute(exe).display(), meta.len()))
 }
 
 /// The digest of a whole tree: paths and contents.
@@ -112,6 +130,24 @@ mod tests {
         assert_ne!(tree_digest(&t("a", "1")), tree_digest(&t("b", "1")));
         // no ambiguity between a path and the start of its contents
         assert_ne!(tree_digest(&t("ab", "c")), tree_digest(&t("a", "bc")));
+    }
+
+    #[test]
+    fn a_rebuilt_executable_is_a_new_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("xtask");
+        std::fs::write(&exe, b"build 1").unwrap();
+        let first = executable_identity(&exe).unwrap();
+        assert_eq!(executable_identity(&exe).unwrap(), first);
+        // same size, later modification time
+        let later = std::fs::metadata(&exe).unwrap().modified().unwrap() + std::time::Duration::from_secs(2);
+        std::fs::File::options().write(true).open(&exe).unwrap().set_modified(later).unwrap();
+        let touched = executable_identity(&exe).unwrap();
+        assert_ne!(touched, first);
+        // another size
+        std::fs::write(&exe, b"build 22").unwrap();
+        std::fs::File::options().write(true).open(&exe).unwrap().set_modified(later).unwrap();
+        assert_ne!(executable_identity(&exe).unwrap(), touched);
     }
 
     #[test]
