@@ -35,10 +35,15 @@ impl Fingerprint {
     }
 }
 
+/// Names a directory to keep fingerprints in instead of `target/xtask` (the CLI
+/// tests keep theirs inside their temporary directories).
+pub const STATE_DIR_ENV: &str = "XTASK_STATE_DIR";
+
 /// Where the fingerprint of a regen into `out_dir` is kept.
 pub fn record_path(workspace: &Path, out_dir: &Path) -> PathBuf {
     let key = hex(&Sha256::digest(absolute(out_dir).to_string_lossy().as_bytes()));
-    workspace.join("target/xtask").join(format!("regen-{}.txt", &key[..16]))
+    let dir = std::env::var_os(STATE_DIR_ENV).map(PathBuf::from).unwrap_or_else(|| workspace.join("target/xtask"));
+    dir.join(format!("regen-{}.txt", &key[..16]))
 }
 
 /// The digest of every input of a regen into `out_dir` from `upstream`.

@@ -47,7 +47,7 @@ impl RegenArgs {
 pub fn run(args: RegenArgs) -> Result<ExitCode> {
     let start = Instant::now();
     let root = workspace_root();
-    let config = upstream::load_config(&root)?;
+    let (config, config_text) = upstream::load_config_and_text(&root)?;
     let out_dir = args.out.clone().unwrap_or_else(|| root.join("generated"));
     if !args.check {
         tree::remove_stale(&out_dir);
@@ -63,7 +63,6 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
     let inputs_digest = if args.check {
         None
     } else {
-        let config_text = std::fs::read_to_string(root.join(upstream::CONFIG)).with_context(|| format!("reading {}", upstream::CONFIG))?;
         Some(fingerprint::inputs_digest(&upstream, &config_text, &out_dir, hipify::find().as_deref())?)
     };
     if let (Some(inputs), Some(previous)) = (&inputs_digest, fingerprint::load(&record)) {

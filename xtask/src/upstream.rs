@@ -32,9 +32,15 @@ pub struct KernelsConfig {
 pub const CONFIG: &str = "upstream.toml";
 
 pub fn load_config(workspace: &Path) -> Result<UpstreamConfig> {
+    Ok(load_config_and_text(workspace)?.0)
+}
+
+/// The pin file parsed, and its text (what regen's fingerprint hashes).
+pub fn load_config_and_text(workspace: &Path) -> Result<(UpstreamConfig, String)> {
     let path = workspace.join(CONFIG);
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    let config = toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    Ok((config, text))
 }
 
 /// One upstream crate's sources.

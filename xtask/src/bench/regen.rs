@@ -54,6 +54,8 @@ pub fn run(args: RegenBenchArgs) -> Result<ExitCode> {
     let regen = |out: &Path, extra: &[&str]| {
         let mut c = Command::new(&exe);
         c.arg("regen").arg("--out").arg(out).args(extra);
+        // the fingerprint records of these scratch outputs stay in the scratch directory
+        c.env(crate::fingerprint::STATE_DIR_ENV, work.path().join("state"));
         if let Some(src) = &args.candle_src {
             c.arg("--candle-src").arg(src);
         }
