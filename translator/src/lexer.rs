@@ -284,9 +284,9 @@ impl LogicalLine {
     pub fn view(&self) -> LineView<'_> {
         LineView { tokens: &self.tokens }
     }
-    /// The significant (non-trivia) tokens.
+    /// See [`LineView::significant`].
     pub fn significant(&self) -> impl Iterator<Item = &Token> {
-        self.tokens.iter().filter(|t| !t.is_trivia())
+        self.view().significant()
     }
     /// See [`LineView::directive`].
     pub fn directive(&self) -> Option<&str> {
@@ -395,6 +395,17 @@ mod tests {
             assert_eq!(render(&lexed.tokens), src);
             assert_eq!(lexed.problems[0].what, what, "{src}");
         }
+    }
+
+    #[test]
+    fn borrowed_and_owned_lines_agree() {
+        let src = "#define A(x) \\\n  (x)\nint y;\n\n#if B\nz";
+        let owned: Vec<Vec<Token>> = logical_lines(lex(src).tokens).into_iter().map(|l| l.tokens).collect();
+        let tokens = lex(src).tokens;
+        let borrowed: Vec<Vec<Token>> = line_views(&tokens).map(|l| l.tokens.to_vec()).collect();
+        assert_eq!(owned, borrowed);
+        assert_eq!(owned.len(), 5, "the last line has no newline");
+        assert!(line_views(&[]).next().is_none());
     }
 
     #[test]
