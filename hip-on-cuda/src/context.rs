@@ -66,9 +66,10 @@ pub fn primary(ordinal: c_int) -> Result<CUcontext, hipError_t> {
 }
 
 thread_local! {
-    /// Whether this thread has been given a primary context (by `hipSetDevice` or
-    /// [`current`]). Primary contexts are never released and nothing here pops or
-    /// unsets one, so it stays current: the driver is not asked again on every call.
+    /// Whether this thread is known to have a current context (one `hipSetDevice`
+    /// made current, or one [`current`] found or set). Nothing here pops, unsets or
+    /// releases a context, so it stays current: the driver is not asked again on
+    /// every call.
     static HAS_CONTEXT: Cell<bool> = const { Cell::new(false) };
 }
 
