@@ -96,12 +96,17 @@ fn fold<'t>(
 ) -> Result<usize, TranslateError> {
     let mut stack: Vec<Group> = Vec::new();
     let mut folded = 0;
+    // the line of the last token kept: where an unterminated `#if` is reported
     let mut last_line = 1;
     let live = |stack: &Vec<Group>| stack.last().is_none_or(|g| g.live);
     for line in line_views(tokens) {
         let at = line.line();
         let mut out = |kept: Kept<'t>| {
-            last_line = at;
+            let last = match &kept {
+                Kept::Line(l) => l.tokens.last(),
+                Kept::New(t) => t.last(),
+            };
+            last_line = last.map_or(last_line, |t| t.line);
             keep(kept)
         };
         match line.directive() {
