@@ -937,14 +937,14 @@ fn merge(inputs: &[String], out: &str) -> std::result::Result<(), String> {
 }
 
 fn join(cuda: &str, rocm: &str, out: &str) -> std::result::Result<(), String> {
-    let a = read_tsv(cuda)?;
-    let b: HashMap<Key, f64> = read_tsv(rocm)?.into_iter().collect();
+    let (a, b_rows) = (read_tsv(cuda)?, read_tsv(rocm)?);
     let mut order: Vec<Key> = a.iter().map(|(k, _)| k.clone()).collect();
-    for (k, _) in read_tsv(rocm)? {
-        if !order.contains(&k) {
-            order.push(k);
+    for (k, _) in &b_rows {
+        if !order.contains(k) {
+            order.push(k.clone());
         }
     }
+    let b: HashMap<Key, f64> = b_rows.into_iter().collect();
     let amap: HashMap<Key, f64> = a.into_iter().collect();
     let mut s = String::new();
     s.push_str(&format!("# cuda: {cuda}\n# rocm: {rocm}\n# ratio = cuda_us / rocm_us (>= 1: the ROCm backend is at least as fast)\n"));
