@@ -118,7 +118,7 @@ pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
         },
         TestBuild {
             group: "candle-rocm-hip",
-            manifest: "candle-core-rocm/hip/Cargo.toml",
+            manifest: "rocm-runtime/hip/Cargo.toml",
             args: vec!["--lib".into()],
         },
     ];

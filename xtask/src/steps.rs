@@ -43,7 +43,7 @@ pub struct StepOutput {
 pub struct StepInput<'a> {
     pub upstream: &'a Upstream,
     /// The hand-written ROCm crates, as paths relative to a generated
-    /// package (`../../candle-core-rocm/hip`), or absolute when the output
+    /// package (`../../rocm-runtime/hip`), or absolute when the output
     /// directory is outside the workspace.
     pub rocm_crates: BTreeMap<String, String>,
 }

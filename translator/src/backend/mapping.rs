@@ -1,7 +1,7 @@
 //! Every CUDA-to-ROCm mapping the backend rules apply, as data.
 //!
 //! The generated backend talks to a small hand-written HIP layer, the
-//! `candle-rocm-hip` crate in `candle-core-rocm/hip`, whose modules and types
+//! `candle-rocm-hip` crate in `rocm-runtime/hip`, whose modules and types
 //! have cudarc's shapes (`driver`, `blas`, `rand`), so most of the mirroring
 //! is renaming.
 
@@ -121,7 +121,7 @@ pub const UNMIRRORABLE_FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
 
 /// The hand-written crates the ROCm feature adds, as (package, path relative
 /// to the repository root).
-pub const ROCM_CRATES: &[(&str, &str)] = &[("candle-rocm-hip", "candle-core-rocm/hip"), ("candle-rocm-kernels", "candle-core-rocm/kernels")];
+pub const ROCM_CRATES: &[(&str, &str)] = &[("candle-rocm-hip", "rocm-runtime/hip"), ("candle-rocm-kernels", "rocm-runtime/kernels")];
 
 /// Variants of the device enums that belong to neither CUDA nor ROCm. In a
 /// CUDA-only function (`as_cuda_device`) and its twin, the arm for one of

@@ -25,7 +25,7 @@ use crate::TranslateError;
 #[derive(Debug, Clone, Default)]
 pub struct PackagePaths {
     /// Hand-written ROCm crates: package → path (`candle-rocm-hip` →
-    /// `../../candle-core-rocm/hip`).
+    /// `../../rocm-runtime/hip`).
     pub rocm_crates: BTreeMap<String, String>,
     /// Mirrored upstream crates: package → path (`candle-core` → `../candle-core`).
     pub siblings: BTreeMap<String, String>,
@@ -155,7 +155,7 @@ optional = true
 
     fn paths() -> PackagePaths {
         PackagePaths {
-            rocm_crates: [("candle-rocm-hip", "../../candle-core-rocm/hip"), ("candle-rocm-kernels", "../../candle-core-rocm/kernels")].into_iter().map(|(a, b)| (a.into(), b.into())).collect(),
+            rocm_crates: [("candle-rocm-hip", "../../rocm-runtime/hip"), ("candle-rocm-kernels", "../../rocm-runtime/kernels")].into_iter().map(|(a, b)| (a.into(), b.into())).collect(),
             siblings: [("candle-core".to_string(), "../candle-core".to_string())].into(),
         }
     }
@@ -166,7 +166,7 @@ optional = true
         let t: toml::Table = m.text.parse().unwrap();
         assert_eq!(t["features"]["rocm"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>(), ["dep:candle-rocm-hip", "dep:candle-rocm-kernels"]);
         assert!(t["features"].get("cuda").is_some(), "the CUDA feature stays");
-        assert_eq!(t["dependencies"]["candle-rocm-hip"]["path"].as_str(), Some("../../candle-core-rocm/hip"));
+        assert_eq!(t["dependencies"]["candle-rocm-hip"]["path"].as_str(), Some("../../rocm-runtime/hip"));
         assert_eq!(t["dependencies"]["candle-rocm-kernels"]["optional"].as_bool(), Some(true));
         assert!(t.get("example").is_none());
         assert_eq!(t["test"].as_array().unwrap().len(), 1);
