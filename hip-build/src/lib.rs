@@ -54,6 +54,15 @@ pub use error::HipBuildError;
 /// supported by Debian's HIP 5.2.3.
 pub const CI_ARCHES: &[&str] = &["gfx90a", "gfx1030"];
 
+/// Every current AMD GPU generation, one arch each (the ones ROCm 6.4/7.x
+/// users run): CDNA2 MI200 (gfx90a), CDNA3 MI300X/MI325X (gfx942), CDNA4
+/// MI350/MI355 (gfx950), RDNA2 RX 6000 (gfx1030), RDNA3 RX 7900 (gfx1100) and
+/// RX 7800/7700 (gfx1101), RDNA3.5 Strix Halo (gfx1151), RDNA4 RX 9060/9070
+/// (gfx1200, gfx1201). What `cargo xtask build-kernels --arch all` compiles
+/// and the kernels crate's default list when no GPU is detected (filtered to
+/// what the found hipcc supports: HIP 5.2.3 has gfx90a and gfx1030 only).
+pub const CURRENT_ARCHES: &[&str] = &["gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1151", "gfx1200", "gfx1201"];
+
 /// [`CI_ARCHES`] as owned strings: `["gfx90a", "gfx1030"]`.
 pub fn default_arches() -> Vec<String> {
     CI_ARCHES.iter().map(|a| a.to_string()).collect()

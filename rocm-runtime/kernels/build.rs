@@ -9,8 +9,8 @@ use std::process::Command;
 
 use hip_build::{CompileJob, Hipcc, OutputKind};
 
-/// CDNA2 (MI200), CDNA3 (MI300), RDNA2 (RX 6000), RDNA3 (RX 7000); filtered to what hipcc supports.
-const DEFAULT_ARCHES: &[&str] = &["gfx90a", "gfx942", "gfx1030", "gfx1100"];
+/// Every current AMD arch (hip-build's list: CDNA2/3/4, RDNA2/3/3.5/4), filtered to what hipcc supports.
+const DEFAULT_ARCHES: &[&str] = hip_build::CURRENT_ARCHES;
 const STATIC_LIB: &str = "candle_rocm_kernels_static";
 /// The shared library of launchers (`CANDLE_ROCM_LAUNCHERS=shared`); its soname is `lib{SHARED_LIB}.so`.
 const SHARED_LIB: &str = "candle_rocm_launchers";
@@ -224,16 +224,36 @@ fn choose_arches(hipcc: &Hipcc) -> Result<Vec<String>> {
         return Ok(ok);
     };
     for arch in &arches {
-        hipcc.check_arch(arch).map_err(|e| {
-            format!("{e}\n(arch from {from}; set CANDLE_ROCM_ARCHS to arches this hipcc supports)")
-        })?;
+        if let Err(e) = hipcc.check_arch(arch) {
+            let version = hipcc.version().unwrap_or_else(|_| "of unknown version".into());
+            let has: Vec<&str> = DEFAULT_ARCHES
+                .iter()
+                .copied()
+                .filter(|a| hipcc.check_arch(a).is_ok())
+                .collect();
+            return Err(format!(
+                "{arch} (from {from}) is not an arch of hipcc {version} ({}): {e}\n\
+                 of the current AMD arches it supports: {}\n\
+                 set CANDLE_ROCM_ARCHS to those, or use a newer ROCm",
+                hipcc.path().display(),
+                if has.is_empty() { "none".to_string() } else { has.join(",") }
+            ));
+        }
     }
     Ok(arches)
 }
 
 /// The distinct gfx arches a detection tool prints (gfx000, the CPU agent, dropped); None if it fails or finds none.
+/// The tool is looked for in ROCm's directories (`$ROCM_PATH`, else `/opt/rocm`:
+/// `bin`, and `llvm/bin`, where ROCm 7 keeps `amdgpu-arch`), then on PATH.
 fn detect(tool: &str) -> Option<Vec<String>> {
-    let out = Command::new(tool)
+    let rocm = std::env::var("ROCM_PATH").unwrap_or_else(|_| "/opt/rocm".into());
+    let program = [format!("{rocm}/bin"), format!("{rocm}/llvm/bin")]
+        .iter()
+        .map(|d| Path::new(d).join(tool))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(tool));
+    let out = Command::new(program)
         .stderr(std::process::Stdio::null())
         .output()
         .ok()?;

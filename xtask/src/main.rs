@@ -7,6 +7,7 @@
 //! * `parity` regenerates and prints `generated/PARITY.md`.
 //! * `build-kernels` compiles `generated/kernels` for AMD GPUs with hipcc.
 //! * `gpu-bundle` builds what the GPU run on the NVIDIA machine needs (`gpu_bundle`).
+//! * `rocm-root` provisions a pinned ROCm release in a sid root (`rocm_root`).
 //! * `bench` times regen and the kernel build and renders BENCHMARKS.md (`bench`).
 
 mod bench;
@@ -14,9 +15,11 @@ mod build_kernels;
 mod fingerprint;
 mod gpu_bundle;
 mod hipify;
+mod kernel_warnings;
 mod manifest;
 mod parity;
 mod regen;
+mod rocm_root;
 mod steps;
 mod tree;
 mod upstream;
@@ -48,6 +51,8 @@ enum Command {
     BuildKernels(build_kernels::BuildArgs),
     /// Build the forwarding runtime and the ROCm test binaries to carry to the NVIDIA machine.
     GpuBundle(gpu_bundle::BundleArgs),
+    /// Make (or reuse) a Debian sid root holding a pinned ROCm release (rocm-releases.toml), with a hipcc that runs in it.
+    RocmRoot(rocm_root::RootArgs),
     /// Benchmarks: regen speed, kernel build time, and BENCHMARKS.md from the result files.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -67,6 +72,7 @@ fn main() -> ExitCode {
         Command::Parity(args) => parity::run(args),
         Command::BuildKernels(args) => build_kernels::run(args),
         Command::GpuBundle(args) => gpu_bundle::run(args),
+        Command::RocmRoot(args) => rocm_root::run(args),
         Command::Bench(command) => bench::run(command),
     };
     match result {
