@@ -17,6 +17,7 @@
 //!   parallel) whose bundles are merged ([`code_object::merge_bundles`]).
 //! * [`kernel_symbols`] lists the kernels of one arch in either kind of
 //!   output ([`code_object`] says how bundles are read).
+//! * [`releases`] says which HIP releases are supported ([`releases::check_hip_version`]).
 //! * [`plan`] maps a kernel tree to jobs; [`parity`] compares the kernels
 //!   built with those of the CUDA build.
 //!
@@ -45,6 +46,7 @@ pub mod deps;
 mod error;
 pub mod parity;
 pub mod plan;
+pub mod releases;
 
 pub use code_object::kernel_symbols;
 pub use compile::{compile_all, compile_all_with_progress, default_parallelism, CompileJob, CompileOutput, Hipcc, JobResult, OutputKind, STDERR_LINES};

@@ -86,7 +86,13 @@ fn run() -> Result<()> {
              or point ROCM_PATH/HIP_PATH at an installation.\nbuilds without the `rocm` feature need no ROCm."
         )
     })?;
-    let arches = choose_arches(&hipcc)?;
+    let version = hipcc.version().map_err(|e| e.to_string())?;
+    match hip_build::releases::check_hip_version(&version) {
+        Ok(hip_build::releases::Support::Tested) => {}
+        Ok(hip_build::releases::Support::Untested(note)) => println!("cargo:warning={note}"),
+        Err(e) => return Err(format!("{} ({}): {e}", hipcc.path().display(), version)),
+    }
+    let arches = choose_arches(&hipcc, &version)?;
 
     let ffi = kernels_dir.join("ffi.rs");
     let ffi_text = std::fs::read_to_string(&ffi).map_err(|e| format!("{}: {e}\nthe launcher declarations (`ffi.rs`, written by `cargo xtask regen`) are missing", ffi.display()))?;
@@ -196,7 +202,7 @@ fn watch(dir: &Path) -> Result<()> {
 }
 
 /// CANDLE_ROCM_ARCHS, else the GPUs `rocm_agent_enumerator`/`amdgpu-arch` report, else the defaults hipcc supports.
-fn choose_arches(hipcc: &Hipcc) -> Result<Vec<String>> {
+fn choose_arches(hipcc: &Hipcc, version: &str) -> Result<Vec<String>> {
     let (arches, from) = if let Some(a) = hip_build::arches_from_env() {
         (a, "CANDLE_ROCM_ARCHS")
     } else if let Some(a) = detect("rocm_agent_enumerator").or_else(|| detect("amdgpu-arch")) {
@@ -225,7 +231,6 @@ fn choose_arches(hipcc: &Hipcc) -> Result<Vec<String>> {
     };
     for arch in &arches {
         if let Err(e) = hipcc.check_arch(arch) {
-            let version = hipcc.version().unwrap_or_else(|_| "of unknown version".into());
             let has: Vec<&str> = DEFAULT_ARCHES
                 .iter()
                 .copied()

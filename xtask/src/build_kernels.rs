@@ -63,7 +63,13 @@ pub fn run(args: BuildArgs) -> Result<ExitCode> {
     };
     let (hipcc, release) = match &args.rocm {
         Some(release) => (Hipcc::at(rocm_root::ensure(release, None, None)?.hipcc()), release.clone()),
-        None => (Hipcc::locate()?, "host".to_string()),
+        None => {
+            let hipcc = Hipcc::locate()?;
+            let version = hipcc.version()?;
+            // the host's hipcc, by HIP major.minor (`host-5.2`)
+            let release = format!("host-{}", version.split('.').take(2).collect::<Vec<_>>().join("."));
+            (hipcc, release)
+        }
     };
     let version = hipcc.version()?;
     for arch in &arches {

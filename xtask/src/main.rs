@@ -7,7 +7,9 @@
 //! * `parity` regenerates and prints `generated/PARITY.md`.
 //! * `build-kernels` compiles `generated/kernels` for AMD GPUs with hipcc.
 //! * `gpu-bundle` builds what the GPU run on the NVIDIA machine needs (`gpu_bundle`).
-//! * `rocm-root` provisions a pinned ROCm release in a sid root (`rocm_root`).
+//! * `rocm-root` provisions a pinned ROCm release in a sid root (`rocm_root`);
+//!   `rocm-backend` builds, links and tests the generated packages there and
+//!   checks their imports against the release's libraries (`rocm_backend`, `rocm_abi`).
 //! * `bench` times regen and the kernel build and renders BENCHMARKS.md (`bench`).
 
 mod bench;
@@ -19,6 +21,8 @@ mod kernel_warnings;
 mod manifest;
 mod parity;
 mod regen;
+mod rocm_abi;
+mod rocm_backend;
 mod rocm_root;
 mod steps;
 mod tree;
@@ -53,6 +57,9 @@ enum Command {
     GpuBundle(gpu_bundle::BundleArgs),
     /// Make (or reuse) a Debian sid root holding a pinned ROCm release (rocm-releases.toml), with a hipcc that runs in it.
     RocmRoot(rocm_root::RootArgs),
+    /// Build, link and test generated candle-core and candle-nn (feature rocm) inside a ROCm release's root,
+    /// and check every ROCm symbol the binaries import against that release's libraries.
+    RocmBackend(rocm_backend::BackendArgs),
     /// Benchmarks: regen speed, kernel build time, and BENCHMARKS.md from the result files.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -73,6 +80,7 @@ fn main() -> ExitCode {
         Command::BuildKernels(args) => build_kernels::run(args),
         Command::GpuBundle(args) => gpu_bundle::run(args),
         Command::RocmRoot(args) => rocm_root::run(args),
+        Command::RocmBackend(args) => rocm_backend::run(args),
         Command::Bench(command) => bench::run(command),
     };
     match result {

@@ -50,7 +50,6 @@ pub struct Releases {
 pub struct Release {
     /// The Debian suite its ROCm packages come from.
     pub suite: String,
-    pub hip_version: String,
     /// The sonames of the libraries the HIP layer links (`libamdhip64.so.7`, …).
     pub sonames: Vec<String>,
     /// `package=version`, exact.
@@ -333,6 +332,8 @@ fn copy_host_certificates(root: &Path) -> Result<()> {
 
 /// `bin/in-root`: `unshare -m` (a private mount namespace: nothing stays mounted),
 /// bind mounts of the workspace, /tmp and the cargo home at their host paths,
+/// the host's ROCm variables (ROCM_PATH, HIP_PATH, …) unset (they would point
+/// the root's hipcc at the host's files),
 /// /proc, then `chroot` with the current directory kept (or `/` when it is not
 /// visible inside). `bin/hipcc` calls the root's own hipcc through it.
 fn write_wrappers(made: &RocmRoot, workspace: &Path) -> Result<()> {
@@ -350,7 +351,7 @@ r=$1; ws=$2; cargo_home=$3; cwd=$4; shift 4
 mount --bind "$ws" "$r$ws" && mount --bind /tmp "$r/tmp" && mount -t proc proc "$r/proc" || exit 125
 if [ -d "$cargo_home" ]; then mount --bind "$cargo_home" "$r/root/.cargo" || exit 125; fi
 [ -d "$r$cwd" ] || cwd=/
-exec chroot "$r" /usr/bin/env -C "$cwd" PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root CARGO_HOME=/root/.cargo HIP_PLATFORM=amd ROCM_PATH=/usr "$@"
+exec chroot "$r" /usr/bin/env -u ROCM_PATH -u HIP_PATH -u HIP_CLANG_PATH -u HIP_DEVICE_LIB_PATH -C "$cwd" PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root CARGO_HOME=/root/.cargo HIP_PLATFORM=amd "$@"
 ' in-root {root} {workspace} {cargo_home} "$PWD" "$@"
 "#,
         release = made.release,

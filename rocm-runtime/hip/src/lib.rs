@@ -40,3 +40,5 @@ pub mod rtc;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod abi_tests;

@@ -1,0 +1,125 @@
+//! `cargo xtask rocm-backend --rocm RELEASE`: the generated candle-core and
+//! candle-nn, feature `rocm`, built and linked inside a ROCm release's root
+//! (`rocm_root`) against that release's libamdhip64, rocBLAS and rocRAND, with
+//! its hipcc compiling the kernels; then their test suites run there (no GPU:
+//! the CPU tests run, every ROCm test says it skipped), and every
+//! HIP/rocBLAS/rocRAND symbol the built binaries import is checked against
+//! what the release's libraries export (`rocm_abi`).
+//!
+//! The build uses the root's own cargo and rustc (sid's), a target directory
+//! of its own (`target/rocm/RELEASE/cargo-target`) and the host's cargo home
+//! (bind-mounted: downloads are shared).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::rocm_root::{self, Releases, RocmRoot};
+use crate::{rocm_abi, workspace_root};
+
+#[derive(clap::Args, Debug)]
+pub struct BackendArgs {
+    /// The ROCm release (a key of rocm-releases.toml).
+    #[arg(long, value_name = "RELEASE")]
+    rocm: String,
+    /// Arches the kernels crate compiles for (CANDLE_ROCM_ARCHS).
+    #[arg(long, default_value = "gfx942")]
+    archs: String,
+    /// Build and check the imports only: do not run the test suites.
+    #[arg(long)]
+    no_run: bool,
+}
+
+/// The packages built (manifest relative to the workspace root, and their
+/// `cargo test` selection): the generated candle-core and candle-nn with
+/// `rocm`, and the HIP layer, whose tests include the check of the C values it
+/// relies on against the release's headers (`abi_tests.rs`).
+const PACKAGES: [(&str, &[&str]); 3] = [
+    ("generated/candle-core/Cargo.toml", &["--features", "rocm", "--lib", "--tests"]),
+    ("generated/candle-nn/Cargo.toml", &["--features", "rocm", "--lib", "--tests"]),
+    ("rocm-runtime/hip/Cargo.toml", &["--lib"]),
+];
+
+pub fn run(args: BackendArgs) -> Result<ExitCode> {
+    let workspace = workspace_root();
+    let (releases, _) = Releases::load(&workspace)?;
+    let release = releases.get(&args.rocm)?;
+    let root = rocm_root::ensure(&args.rocm, None, None)?;
+    let target_dir = root.dir.join("cargo-target");
+    let mut binaries = Vec::new();
+    for (manifest, selection) in PACKAGES {
+        let start = Instant::now();
+        let built = cargo_tests(&root, &workspace, manifest, selection, &target_dir, &args.archs, true)?;
+        println!("{manifest}: {} test binaries built and linked in the ROCm {} root in {:.0} s", built.len(), args.rocm, start.elapsed().as_secs_f64());
+        binaries.extend(built);
+    }
+    let libraries: Vec<PathBuf> = release.sonames.iter().map(|s| root.lib_dir().join(s)).collect();
+    let report = rocm_abi::check(&binaries, &libraries)?;
+    print!("{report}");
+    if !report.is_complete() {
+        bail!("the built binaries import symbols ROCm {} does not export (above)", args.rocm);
+    }
+    if !args.no_run {
+        for (manifest, selection) in PACKAGES {
+            let start = Instant::now();
+            cargo_tests(&root, &workspace, manifest, selection, &target_dir, &args.archs, false)?;
+            println!("{manifest}: test suite passed in the ROCm {} root in {:.0} s", args.rocm, start.elapsed().as_secs_f64());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cargo test SELECTION` for one package inside the root: with `no_run`,
+/// builds and returns the test executables (from cargo's JSON messages);
+/// otherwise runs them (output shown) and returns nothing.
+fn cargo_tests(root: &RocmRoot, workspace: &Path, manifest: &str, selection: &[&str], target_dir: &Path, archs: &str, no_run: bool) -> Result<Vec<PathBuf>> {
+    let mut cmd = root.command("cargo");
+    cmd.current_dir(workspace).args(["test", "--manifest-path", manifest]).args(selection).arg("--target-dir").arg(target_dir);
+    scrub_host_cargo_env(&mut cmd);
+    cmd.env("SKIP_BINDGEN", "1").env("CANDLE_ROCM_ARCHS", archs);
+    if no_run {
+        cmd.args(["--no-run", "--message-format", "json-render-diagnostics"]);
+        let out = cmd.stderr(std::process::Stdio::inherit()).output().with_context(|| format!("running cargo in the ROCm {} root", root.release))?;
+        if !out.status.success() {
+            bail!("building the tests of {manifest} in the ROCm {} root failed ({})", root.release, out.status);
+        }
+        return Ok(test_executables(&String::from_utf8_lossy(&out.stdout)));
+    }
+    cmd.env("RUST_BACKTRACE", "0");
+    let status = cmd.status().with_context(|| format!("running cargo in the ROCm {} root", root.release))?;
+    if !status.success() {
+        bail!("the tests of {manifest} failed in the ROCm {} root ({status})", root.release);
+    }
+    Ok(Vec::new())
+}
+
+/// The variables `cargo xtask` runs under that would steer the root's cargo to the host's toolchain.
+fn scrub_host_cargo_env(cmd: &mut Command) {
+    for var in ["CARGO", "RUSTC", "RUSTDOC", "RUSTC_WRAPPER", "RUSTUP_TOOLCHAIN", "RUSTUP_HOME", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR", "CARGO_MANIFEST_DIR", "CARGO_PKG_NAME"] {
+        cmd.env_remove(var);
+    }
+}
+
+/// The `"executable"` paths of cargo's `compiler-artifact` JSON messages.
+fn test_executables(json_lines: &str) -> Vec<PathBuf> {
+    json_lines
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact")
+        .filter_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn test_executables_come_from_artifact_messages() {
+        let json = r#"{"reason":"compiler-artifact","executable":"/t/debug/deps/tensor_tests-1"}
+{"reason":"compiler-artifact","executable":null}
+{"reason":"build-script-executed"}
+not json"#;
+        assert_eq!(super::test_executables(json), [std::path::PathBuf::from("/t/debug/deps/tensor_tests-1")]);
+    }
+}
