@@ -206,9 +206,9 @@ CANDLE_HD inline float candle_fp8_e4m3_to_f32(uint8_t b) {
 // result as the portable loop below, which every other target uses).
 #if defined(__HIP_DEVICE_COMPILE__) &&                                                              \
     (defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx940__) ||    \
-     defined(__gfx941__) || defined(__gfx942__) || defined(__gfx1011__) || defined(__gfx1012__) ||  \
-     defined(__gfx1030__) || defined(__gfx1031__) || defined(__gfx1032__) || defined(__gfx1033__) || \
-     defined(__gfx1034__) || defined(__gfx1035__) || defined(__gfx1036__))
+     defined(__gfx941__) || defined(__gfx942__) || defined(__gfx950__) || defined(__gfx1011__) ||   \
+     defined(__gfx1012__) || defined(__gfx1030__) || defined(__gfx1031__) || defined(__gfx1032__) || \
+     defined(__gfx1033__) || defined(__gfx1034__) || defined(__gfx1035__) || defined(__gfx1036__))
 #define CANDLE_DP4A_SDOT4 1 // v_dot4_i32_i8
 #elif defined(__HIP_DEVICE_COMPILE__) &&                                                            \
     (defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__) || defined(__gfx1103__) || \
