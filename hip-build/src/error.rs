@@ -19,6 +19,9 @@ pub enum HipBuildError {
     /// says which compilation saw it (`device code` or `host code`).
     #[error("{source_path}: includes the CUDA header {header} ({side}): an AMD build must not see CUDA headers")]
     CudaHeaderIncluded { source_path: PathBuf, header: String, side: &'static str },
+    /// A tool other than hipcc; `hint` says how to get it.
+    #[error("{tool} not found: {hint}")]
+    ToolNotFound { tool: String, hint: String },
     #[error("{path}: {what}")]
     CodeObject { path: PathBuf, what: String },
     #[error("{context}: {source}")]

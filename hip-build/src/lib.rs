@@ -17,6 +17,10 @@
 //!   parallel) whose bundles are merged ([`code_object::merge_bundles`]).
 //! * [`kernel_symbols`] lists the kernels of one arch in either kind of
 //!   output ([`code_object`] says how bundles are read).
+//! * [`kernel_resources`] reads each kernel's registers, scratch, LDS and
+//!   spills from a code object's metadata; [`occupancy`] turns them into
+//!   waves per SIMD with a per-arch limits table; [`disassembly`] counts
+//!   instructions per kernel (`llvm-objdump -d`).
 //! * [`releases`] says which HIP releases are supported ([`releases::check_hip_version`]).
 //! * [`plan`] maps a kernel tree to jobs; [`parity`] compares the kernels
 //!   built with those of the CUDA build.
@@ -43,7 +47,10 @@
 pub mod code_object;
 mod compile;
 pub mod deps;
+pub mod disassembly;
 mod error;
+pub mod kernel_resources;
+pub mod occupancy;
 pub mod parity;
 pub mod plan;
 pub mod releases;

@@ -2,22 +2,14 @@
 //! hipcc these tests print `SKIPPED: hipcc not installed` and return; under
 //! CI (`CI` set) a missing hipcc fails them instead, since CI installs it.
 
+mod common;
+use common::hipcc;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use hip_build::code_object::{self, arch_of_target};
-use hip_build::{compile_all, kernel_symbols, CompileJob, HipBuildError, Hipcc, OutputKind, CI_ARCHES};
-
-fn hipcc() -> Option<Hipcc> {
-    match Hipcc::locate() {
-        Ok(h) => Some(h),
-        Err(e) if std::env::var_os("CI").is_some() => panic!("CI installs hipcc: {e}"),
-        Err(_) => {
-            println!("SKIPPED: hipcc not installed");
-            None
-        }
-    }
-}
+use hip_build::{compile_all, kernel_symbols, CompileJob, HipBuildError, OutputKind, CI_ARCHES};
 
 /// Two kernels, a device helper (no kernel), a launcher (host function).
 const KERNEL: &str = r#"#include <hip/hip_runtime.h>

@@ -5,6 +5,8 @@
 //!
 //! * `regen`: full and no-op regen against PyTorch's hipify and hipify-perl (`regen`);
 //! * `kernel-build`: hipcc build of the generated kernels, cold and warm (`kernel_build`);
+//! * `kernel-resources`: per AMD arch and kernel, registers, scratch, LDS, spills,
+//!   occupancy and native dot-product use, beside upstream's sm_90 build (`kernel_resources`);
 //! * `report`: BENCHMARKS.md and bench/ratios.png from the result files (`report`).
 //!
 //! The GPU figures (kernel throughput, backend end to end) come from the
@@ -12,9 +14,11 @@
 //! their TSV files are read by `report` like the others.
 
 pub mod kernel_build;
+pub mod kernel_resources;
 pub mod regen;
 pub mod report;
 pub mod results;
+pub mod static_cost;
 pub mod timing;
 
 use std::process::ExitCode;
@@ -28,6 +32,8 @@ pub enum BenchCommand {
     Regen(regen::RegenBenchArgs),
     /// Time the hipcc build of the generated kernels (one and two arches, cold and warm).
     KernelBuild(kernel_build::KernelBuildArgs),
+    /// Registers, scratch, LDS, spills, occupancy and native dot products of every kernel per AMD arch.
+    KernelResources(kernel_resources::KernelResourcesArgs),
     /// Render BENCHMARKS.md and bench/ratios.png from bench/results/*.tsv.
     Report(report::ReportArgs),
 }
@@ -36,6 +42,7 @@ pub fn run(command: BenchCommand) -> Result<ExitCode> {
     match command {
         BenchCommand::Regen(args) => regen::run(args),
         BenchCommand::KernelBuild(args) => kernel_build::run(args),
+        BenchCommand::KernelResources(args) => kernel_resources::run(args),
         BenchCommand::Report(args) => report::run(args),
     }
 }

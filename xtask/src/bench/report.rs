@@ -75,6 +75,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         Some(t) => simple_section(&mut md, KERNEL_BUILD, &t, &["archs", "case", "runs", "min_s", "median_s", "max_s"])?,
         None => writeln!(md, "Not measured yet ({}).\n", KERNEL_BUILD.1)?,
     }
+    super::static_cost::section(&mut md, &results)?;
     md.push_str("## Kernel throughput: translated vs original, H100\n\n");
     let families = match load(KERNELS.0)? {
         Some(t) => kernels_section(&mut md, &t)?,
@@ -122,7 +123,7 @@ fn notes(md: &mut String, t: &Table) -> Result<()> {
     Ok(())
 }
 
-fn markdown_table(md: &mut String, header: &[&str], rows: &[Vec<String>]) -> Result<()> {
+pub(super) fn markdown_table(md: &mut String, header: &[&str], rows: &[Vec<String>]) -> Result<()> {
     writeln!(md, "| {} |", header.join(" | "))?;
     writeln!(md, "|{}", "---|".repeat(header.len()))?;
     for r in rows {

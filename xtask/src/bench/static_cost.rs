@@ -1,0 +1,195 @@
+//! The "AMD static cost" section of BENCHMARKS.md: a per-arch and per-family
+//! summary of the `kernel-resources-<rocm>-<arch>.tsv` files that
+//! `cargo xtask bench kernel-resources` writes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use hip_build::occupancy::AMD_ARCH_LIMITS;
+
+use super::report::markdown_table;
+use super::results::Table;
+
+const COMMAND: &str = "cargo xtask bench kernel-resources";
+const FILE_PREFIX: &str = "kernel-resources-";
+
+/// One kernel of one arch, as the summary needs it.
+struct Kernel {
+    family: String,
+    key: (String, String),
+    spills: bool,
+    scratch_without_spills: bool,
+    /// `None` where upstream's sm_90 build has no such kernel.
+    below_sm90: Option<bool>,
+    lds_starved: bool,
+    dot4: u32,
+    dot4_mnemonics: Vec<String>,
+    mfma: u32,
+    wmma: u32,
+}
+
+struct ArchFile {
+    name: String,
+    arch: String,
+    kernels: Vec<Kernel>,
+}
+
+/// Families: the module, with the ten MMQ instance modules as one.
+fn family(module: &str) -> String {
+    if module.starts_with("mmq_instance_") {
+        "mmq_instance_*".to_string()
+    } else {
+        module.to_string()
+    }
+}
+
+pub fn section(md: &mut String, results: &Path) -> Result<()> {
+    md.push_str("## AMD static cost per kernel (registers, spills, occupancy, native dot products)\n\n");
+    let files = read_files(results)?;
+    if files.is_empty() {
+        writeln!(md, "Not measured yet ({COMMAND}).\n")?;
+        return Ok(());
+    }
+    let names: Vec<String> = files.iter().map(|f| format!("`{}`", f.name)).collect();
+    writeln!(md, "From {}, written by `{COMMAND}` from the code objects hipcc makes (metadata note and `llvm-objdump -d`); upstream's figures are its CUDA build on sm_90 (`ptxas -v`, `tests/fixtures/cuda-kernel-resources-*-sm_90.tsv`, made by `tools/cuda_kernel_resources.sh`).\n", names.join(", "))?;
+    md.push_str("- *spilling*: VGPR or SGPR spills in the metadata; *scratch, no spills*: private segment used by stack arrays, not by spills.\n");
+    md.push_str("- *below sm_90*: occupancy by registers alone (AMD: waves per SIMD over the arch's maximum, from `hip_build::occupancy::AMD_ARCH_LIMITS`; sm_90: warps per SM over 64) is lower than upstream's kernel gets on sm_90; kernels upstream lacks are not counted.\n");
+    md.push_str("- *LDS-starved*: the static LDS allows fewer waves per SIMD than the registers (workgroups of the kernel's maximum size).\n");
+    md.push_str("- *dot4*: kernels with native byte dot products (`v_dot4*`) and their instruction count; *dp4a fallback*: kernels with native dot products on another arch here and none on this one (the portable byte loop of `candle_dp4a`).\n\n");
+    let with_dot4: BTreeSet<&(String, String)> = files.iter().flat_map(|f| f.kernels.iter().filter(|k| k.dot4 > 0).map(|k| &k.key)).collect();
+    let mut rows = Vec::new();
+    for f in &files {
+        let count = |p: &dyn Fn(&Kernel) -> bool| f.kernels.iter().filter(|k| p(k)).count();
+        let mnemonics: BTreeSet<&str> = f.kernels.iter().flat_map(|k| k.dot4_mnemonics.iter().map(String::as_str)).collect();
+        let fallback = count(&|k| k.dot4 == 0 && with_dot4.contains(&k.key));
+        rows.push(vec![
+            f.arch.clone(),
+            f.kernels.len().to_string(),
+            count(&|k| k.spills).to_string(),
+            count(&|k| k.scratch_without_spills).to_string(),
+            count(&|k| k.below_sm90 == Some(true)).to_string(),
+            count(&|k| k.lds_starved).to_string(),
+            format!("{} ({})", count(&|k| k.dot4 > 0), f.kernels.iter().map(|k| k.dot4).sum::<u32>()),
+            if mnemonics.is_empty() { "none".into() } else { mnemonics.into_iter().collect::<Vec<_>>().join(", ") },
+            fallback.to_string(),
+            count(&|k| k.mfma > 0).to_string(),
+            count(&|k| k.wmma > 0).to_string(),
+        ]);
+    }
+    markdown_table(md, &["arch", "kernels", "spilling", "scratch, no spills", "below sm_90", "LDS-starved", "dot4 kernels (instructions)", "dot4 mnemonics", "dp4a fallback", "MFMA kernels", "WMMA kernels"], &rows)?;
+
+    md.push_str("Per family: spilling / below sm_90 / dot4 kernels (of the family's kernels).\n\n");
+    let families: BTreeSet<&str> = files.iter().flat_map(|f| f.kernels.iter().map(|k| k.family.as_str())).collect();
+    let mut header = vec!["family".to_string(), "kernels".to_string()];
+    header.extend(files.iter().map(|f| f.arch.clone()));
+    let mut family_rows = Vec::new();
+    for fam in families {
+        let mut row = vec![fam.to_string(), files[0].kernels.iter().filter(|k| k.family == fam).count().to_string()];
+        for f in &files {
+            let of: Vec<&Kernel> = f.kernels.iter().filter(|k| k.family == fam).collect();
+            let spills = of.iter().filter(|k| k.spills).count();
+            let below = of.iter().filter(|k| k.below_sm90 == Some(true)).count();
+            let dot4 = of.iter().filter(|k| k.dot4 > 0).count();
+            row.push(format!("{spills} / {below} / {dot4}"));
+        }
+        family_rows.push(row);
+    }
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    markdown_table(md, &header, &family_rows)
+}
+
+fn read_files(results: &Path) -> Result<Vec<ArchFile>> {
+    let mut files = Vec::new();
+    let Ok(entries) = std::fs::read_dir(results) else { return Ok(files) };
+    for entry in entries {
+        let name = entry.with_context(|| format!("reading {}", results.display()))?.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_prefix(FILE_PREFIX).and_then(|s| s.strip_suffix(".tsv")) else { continue };
+        let arch = stem.rsplit_once('-').map(|(_, a)| a.to_string()).with_context(|| format!("{name}: expected {FILE_PREFIX}<rocm>-<arch>.tsv"))?;
+        let path = results.join(&name);
+        let table = Table::read(&path)?;
+        let kernels = kernels_of(&table).with_context(|| path.display().to_string())?;
+        files.push(ArchFile { name, arch, kernels });
+    }
+    let order = |arch: &str| AMD_ARCH_LIMITS.iter().position(|l| l.arch == arch).unwrap_or(usize::MAX);
+    files.sort_by(|a, b| (order(&a.arch), &a.name).cmp(&(order(&b.arch), &b.name)));
+    Ok(files)
+}
+
+fn kernels_of(t: &Table) -> Result<Vec<Kernel>> {
+    let c: BTreeMap<&str, usize> = ["module", "kernel", "scratch_bytes", "vgpr_spills", "sgpr_spills", "waves_by_registers", "waves_by_lds", "occupancy_pct", "dot4", "dot4_mnemonics", "mfma", "wmma", "sm90_occupancy_pct"]
+        .into_iter()
+        .map(|name| t.column(name).map(|i| (name, i)))
+        .collect::<Result<_>>()?;
+    t.rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let cell = |name: &str| r[c[name]].as_str();
+            let number = |name: &str| -> Result<f64> { cell(name).parse().with_context(|| format!("row {} ({}): `{}` in column {name} is not a number", i + 1, cell("kernel"), cell(name))) };
+            let spills = number("vgpr_spills")? + number("sgpr_spills")? > 0.0;
+            let below_sm90 = match cell("sm90_occupancy_pct") {
+                "-" => None,
+                _ => Some(number("occupancy_pct")? < number("sm90_occupancy_pct")?),
+            };
+            Ok(Kernel {
+                family: family(cell("module")),
+                key: (cell("module").to_string(), cell("kernel").to_string()),
+                spills,
+                scratch_without_spills: !spills && number("scratch_bytes")? > 0.0,
+                below_sm90,
+                lds_starved: number("waves_by_lds")? < number("waves_by_registers")?,
+                dot4: number("dot4")? as u32,
+                dot4_mnemonics: match cell("dot4_mnemonics") {
+                    "-" => vec![],
+                    list => list.split(',').filter_map(|m| m.split(':').next()).map(str::to_string).collect(),
+                },
+                mfma: number("mfma")? as u32,
+                wmma: number("wmma")? as u32,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::kernel_resources::COLUMNS;
+
+    fn file(dir: &Path, arch: &str, dot4: &str) {
+        let mut t = Table::new(COLUMNS);
+        let mut row: Vec<String> = COLUMNS.iter().map(|_| "0".to_string()).collect();
+        let set = |row: &mut Vec<String>, name: &str, v: &str| row[COLUMNS.iter().position(|c| *c == name).unwrap()] = v.to_string();
+        set(&mut row, "module", "mmvq_gguf");
+        set(&mut row, "kernel", "mul_mat_vec_q4_0_q8_1");
+        set(&mut row, "dot4", dot4);
+        set(&mut row, "dot4_mnemonics", if dot4 == "0" { "-" } else { "v_dot4_i32_i8:4" });
+        set(&mut row, "occupancy_pct", "50.0");
+        set(&mut row, "sm90_occupancy_pct", "75.0");
+        set(&mut row, "vgpr_spills", "2");
+        t.push(row);
+        t.write(&dir.join(format!("kernel-resources-rocm7.2-{arch}.tsv"))).unwrap();
+    }
+
+    #[test]
+    fn summarises_per_arch_and_finds_dp4a_fallbacks() {
+        let dir = tempfile::tempdir().unwrap();
+        file(dir.path(), "gfx942", "4");
+        file(dir.path(), "gfx90a", "0");
+        let mut md = String::new();
+        section(&mut md, dir.path()).unwrap();
+        // gfx90a first (table order); its kernel has no dot4 while gfx942's has: one fallback
+        assert!(md.contains("| gfx90a | 1 | 1 | 0 | 1 | 0 | 0 (0) | none | 1 | 0 | 0 |"), "{md}");
+        assert!(md.contains("| gfx942 | 1 | 1 | 0 | 1 | 0 | 1 (4) | v_dot4_i32_i8 | 0 | 0 | 0 |"), "{md}");
+        assert!(md.contains("| mmvq_gguf | 1 | 1 / 1 / 0 | 1 / 1 / 1 |"), "{md}");
+    }
+
+    #[test]
+    fn no_files_says_which_command_makes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut md = String::new();
+        section(&mut md, dir.path()).unwrap();
+        assert!(md.contains("Not measured yet (cargo xtask bench kernel-resources)."));
+    }
+}
