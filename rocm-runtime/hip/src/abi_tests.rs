@@ -65,8 +65,6 @@ fn rocblas_values() -> Vec<(String, i64)> {
         ("rocblas_datatype_i32_r", d::rocblas_datatype_i32_r as i64),
         ("rocblas_datatype_u32_r", d::rocblas_datatype_u32_r as i64),
         ("rocblas_datatype_bf16_r", d::rocblas_datatype_bf16_r as i64),
-        ("rocblas_datatype_f8_r", d::rocblas_datatype_f8_r as i64),
-        ("rocblas_datatype_bf8_r", d::rocblas_datatype_bf8_r as i64),
         ("rocblas_datatype_f16_r", r::ROCM_R_16F as i64),
         ("rocblas_datatype_f32_r", r::ROCM_R_32F as i64),
         ("rocblas_datatype_f64_r", r::ROCM_R_64F as i64),

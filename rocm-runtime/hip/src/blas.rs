@@ -29,7 +29,9 @@ pub mod sys {
     }
 
     /// `rocblas_datatype` (the real types used by candle; also the compute type of
-    /// the `_ex` functions).
+    /// the `_ex` functions). No 8-bit float types: rocBLAS 6.4 has
+    /// `rocblas_datatype_f8_r`/`_bf8_r` (170, 171), rocBLAS 7 does not (the ABI
+    /// check `abi_tests.rs` found it against ROCm 7.2's headers).
     #[repr(u32)]
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum rocblas_datatype {
@@ -41,8 +43,6 @@ pub mod sys {
         rocblas_datatype_i32_r = 162,
         rocblas_datatype_u32_r = 163,
         rocblas_datatype_bf16_r = 168,
-        rocblas_datatype_f8_r = 170,
-        rocblas_datatype_bf8_r = 171,
     }
 
     /// Operand element types, under the renamed name of cuBLAS's `cudaDataType_t`
