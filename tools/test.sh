@@ -21,6 +21,15 @@ cargo xtask regen --out "$tmp/b" >/dev/null
 diff -r "$tmp/a" "$tmp/b"
 echo "two regen runs: byte-identical trees"
 
+echo "== ROCm 7.2 (Debian experimental, hipcc with clang 22) in a sid root of its own (cargo xtask rocm-root; reused when complete)"
+cargo xtask rocm-root 7.2
+echo "== every generated kernel compiled with ROCm 7.2 for CDNA3 (gfx942, wave64), RDNA3 (gfx1100) and RDNA4 (gfx1201), arch by arch:"
+echo "   kernel parity per arch, warnings counted and new ones named (tools/rocm-matrix.sh does all nine arches and ROCm 6.4)"
+cargo xtask build-kernels --rocm 7.2 --arch gfx942,gfx1100,gfx1201 --each-arch --out target/rocm/7.2/kernels
+echo "== generated candle-core and candle-nn (feature rocm) and the HIP layer built and linked against ROCm 7.2's libraries inside"
+echo "   the root, every imported HIP/rocBLAS/rocRAND symbol checked against them, the CPU tests run there"
+cargo xtask rocm-backend --rocm 7.2 --archs gfx942
+
 echo "== the GPU bundle (cargo xtask gpu-bundle): the forwarding runtime hip-on-cuda, and with feature rocm, in release,"
 echo "   linked against it: candle-core's and candle-nn's own suites, the parity tests of tests/scratch-rocm (a user's"
 echo "   project: crates.io candle-transformers, candle-core/candle-nn patched to generated/), the HIP layer's tests."
