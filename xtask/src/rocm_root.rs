@@ -130,6 +130,20 @@ impl RocmRoot {
     pub fn lib_dir(&self) -> PathBuf {
         self.root().join("usr/lib/x86_64-linux-gnu")
     }
+    /// The path, inside the root, of one of its LLVM's tools (`llvm-objdump`
+    /// → `/usr/lib/llvm-22/bin/llvm-objdump`), if it has one.
+    pub fn llvm_tool(&self, name: &str) -> Option<String> {
+        let lib = self.root().join("usr/lib");
+        let mut found: Vec<String> = std::fs::read_dir(&lib)
+            .ok()?
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().filter(|n| n.starts_with("llvm-")).map(str::to_string))
+            .filter(|dir| lib.join(dir).join("bin").join(name).is_file())
+            .map(|dir| format!("/usr/lib/{dir}/bin/{name}"))
+            .collect();
+        found.sort();
+        found.pop()
+    }
     /// A command run inside the root (`bin/in-root PROGRAM`).
     pub fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new(self.in_root());

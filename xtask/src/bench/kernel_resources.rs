@@ -42,6 +42,10 @@ pub struct KernelResourcesArgs {
     /// The hipcc to compile with and whose version names the result files (default: found as build-kernels finds it).
     #[arg(long, value_name = "PATH")]
     hipcc: Option<PathBuf>,
+    /// Compile and disassemble with this ROCm release's hipcc and llvm-objdump, in its root
+    /// (`cargo xtask rocm-root`; made when absent). Overrides the default of --hipcc and --objdump.
+    #[arg(long, value_name = "RELEASE")]
+    rocm: Option<String>,
     /// The llvm-objdump command, words separated by blanks, e.g. "target/rocm/7.2/bin/in-root llvm-objdump-22"
     /// (default: llvm-objdump beside ROCm's LLVM or on PATH). It must know every arch asked for.
     #[arg(long, value_name = "COMMAND")]
@@ -128,15 +132,21 @@ pub fn run(args: KernelResourcesArgs) -> Result<ExitCode> {
         .iter()
         .map(|a| arch_limits(a).with_context(|| format!("{a} is not in hip_build::occupancy::AMD_ARCH_LIMITS (known: {})", AMD_ARCH_LIMITS.iter().map(|l| l.arch).collect::<Vec<_>>().join(", "))))
         .collect::<Result<_>>()?;
-    let hipcc = match &args.hipcc {
-        Some(p) => Hipcc::at(at(p)),
-        None => Hipcc::locate()?,
+    let rocm_root = args.rocm.as_deref().map(|r| crate::rocm_root::ensure(r, None, None)).transpose()?;
+    let hipcc = match (&args.hipcc, &rocm_root) {
+        (Some(p), _) => Hipcc::at(at(p)),
+        (None, Some(r)) => Hipcc::at(r.hipcc()),
+        (None, None) => Hipcc::locate()?,
     };
     let hip_version = hipcc.version()?;
     let rocm = rocm_label(&hip_version).with_context(|| format!("hipcc reports HIP version `{hip_version}`: no major.minor"))?;
-    let objdump = match &args.objdump {
-        Some(command) => Objdump::from_command(&command.split_whitespace().map(str::to_string).collect::<Vec<_>>()).context("--objdump is empty")?,
-        None => Objdump::locate()?,
+    let objdump = match (&args.objdump, &rocm_root) {
+        (Some(command), _) => Objdump::from_command(&command.split_whitespace().map(str::to_string).collect::<Vec<_>>()).context("--objdump is empty")?,
+        (None, Some(r)) => {
+            let tool = r.llvm_tool("llvm-objdump").with_context(|| format!("the ROCm {} root has no llvm-objdump", r.release))?;
+            Objdump::from_command(&[r.in_root().display().to_string(), tool]).context("an empty objdump command")?
+        }
+        (None, None) => Objdump::locate()?,
     };
     let reference_path = args.cuda_reference.as_deref().map(at).unwrap_or_else(|| root.join(format!("tests/fixtures/cuda-kernel-resources-{}-sm_90.tsv", config.candle.version)));
     let cuda = CudaReference::read(&reference_path)?;
