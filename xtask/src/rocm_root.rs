@@ -345,11 +345,11 @@ fn copy_host_certificates(root: &Path) -> Result<()> {
 }
 
 /// `bin/in-root`: `unshare -m` (a private mount namespace: nothing stays mounted),
-/// bind mounts of the workspace, /tmp and the cargo home at their host paths,
-/// the host's ROCm variables (ROCM_PATH, HIP_PATH, …) unset (they would point
-/// the root's hipcc at the host's files),
+/// bind mounts of the workspace, /tmp and the cargo home at their host paths and
 /// /proc, then `chroot` with the current directory kept (or `/` when it is not
-/// visible inside). `bin/hipcc` calls the root's own hipcc through it.
+/// visible inside) and the host's ROCm variables (ROCM_PATH, HIP_PATH, …) unset:
+/// they would point the root's hipcc at the host's files. `bin/hipcc` calls the
+/// root's own hipcc through it.
 fn write_wrappers(made: &RocmRoot, workspace: &Path) -> Result<()> {
     let cargo_home = std::env::var_os("CARGO_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo"))).unwrap_or_default();
     let root = made.root();
