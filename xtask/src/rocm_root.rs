@@ -460,6 +460,22 @@ mod tests {
         assert_eq!(madison_row(""), None);
     }
 
+    /// Against the 7.2 root when it exists (tools/test.sh makes it before the tests): apt-cache
+    /// inside it answers for the mirror, and a pin it lacks is named with the versions it has.
+    #[test]
+    fn a_pinned_version_the_mirror_lacks_is_named() {
+        let made = RocmRoot { release: "7.2".into(), dir: default_dir(&workspace_root(), "7.2") };
+        if state(&made.dir, &releases().spec("7.2", releases().get("7.2").unwrap())) != RootState::Complete {
+            println!("skipped: no complete ROCm 7.2 root at {} (cargo xtask rocm-root 7.2)", made.dir.display());
+            return;
+        }
+        let (good, bogus) = ("hipcc=7.2.4+dfsg-1~exp1".to_string(), "hipcc=0.0-gone".to_string());
+        check_pinned_versions(&made, &[&good]).unwrap();
+        let e = check_pinned_versions(&made, &[&good, &bogus]).unwrap_err().to_string();
+        assert!(e.starts_with("rocm-releases.toml pins versions the mirror no longer has: hipcc=0.0-gone (the mirror has: "), "{e}");
+        assert!(e.contains("7.2.4+dfsg-1~exp1"), "{e}");
+    }
+
     #[test]
     fn an_unreachable_mirror_is_one_clear_error() {
         // port 9 (discard) on loopback: nothing listens
