@@ -2,7 +2,9 @@
 # Runs the ROCm test binaries of a GPU bundle (`cargo xtask gpu-bundle`) through
 # hip-on-cuda: on a machine with an NVIDIA GPU it first compiles
 # generated/kernels with nvcc (hip-on-cuda/build-kernels.sh), then runs every
-# binary with the forwarding runtime as its HIP runtime, rocBLAS and rocRAND,
+# binary with the forwarding runtime as its HIP runtime, rocBLAS and rocRAND
+# (ROCm 7.2's sonames: first it checks with LD_DEBUG=bindings that every HIP,
+# rocBLAS and rocRAND reference of every binary binds to lib/libamdhip64.so.7),
 # then (with --sanitize) compute-sanitizer memcheck and racecheck over the
 # ROCm tests (CUDA API errors are not counted: the parity tests ask for
 # kernels the CUDA build lacks on purpose, and expect the error). Without a GPU it says so and runs the same binaries on the CPU,
@@ -67,7 +69,29 @@ else
   threads=${TEST_THREADS:-2}
 fi
 
-total_pass=0 total_fail=0 total_ignored=0 total_skipped=0 status=0
+# The binaries are linked as against ROCm 7.2 (DT_NEEDED libamdhip64.so.7, librocblas.so.5,
+# librocrand.so.1; hipMalloc@hip_4.2 ...): every reference of theirs to a HIP, rocBLAS or rocRAND
+# symbol must bind to the one forwarder, lib/libamdhip64.so.7 (lib/librocblas.so.5 and
+# lib/librocrand.so.1 are empty and depend on it). They are linked with -z now, so loading a
+# binary (--list) makes every binding; LD_DEBUG=bindings shows where each went.
+bind_total=0 bind_elsewhere=0
+while IFS=$'\t' read -r group cwd bin; do
+  [[ "$group" == \#* || -z "$group" ]] && continue
+  b=$(realpath "$bundle/$bin")
+  trace=$( (cd "$root/$cwd" && LD_DEBUG=bindings "$b" --list) 2>&1 >/dev/null | grep -E "binding file $b \[0\] to .*: normal symbol \`(hip|__hip|rocblas_|rocrand_)")
+  n=$(grep -c . <<<"$trace")
+  other=$(grep -v " to $bundle/lib/libamdhip64.so.7 \[0\]" <<<"$trace" | sed '/^$/d')
+  bind_total=$((bind_total + n))
+  if [[ -n $other ]]; then
+    bind_elsewhere=$((bind_elsewhere + $(grep -c . <<<"$other")))
+    echo "  $group/$(basename "$bin"): HIP/rocBLAS/rocRAND references bound elsewhere than lib/libamdhip64.so.7:"
+    head -5 <<<"$other" | sed 's/^[^b]*binding file [^ ]* \[0\] /    /'
+  fi
+done <"$bundle/tests.tsv"
+echo "bindings: $bind_total references of the binaries to HIP/rocBLAS/rocRAND symbols, $(( bind_total - bind_elsewhere )) bound to lib/libamdhip64.so.7 (the forwarder), $bind_elsewhere elsewhere"
+[[ $bind_elsewhere != 0 || $bind_total == 0 ]] && status_bindings=1 || status_bindings=0
+
+total_pass=0 total_fail=0 total_ignored=0 total_skipped=0 status=$status_bindings
 [[ "${RUN_TESTS:-1}" == 0 ]] && echo "plain test run left out (RUN_TESTS=0)"
 [[ "${RUN_TESTS:-1}" != 0 ]] && printf '%-16s %-28s %7s %7s %7s %9s %6s\n' group binary passed failed ignored "skipped" secs
 while IFS=$'\t' read -r group cwd bin; do

@@ -2,9 +2,11 @@
 //! rocRAND that `candle-rocm-hip` calls, implemented over the CUDA driver API,
 //! cuBLAS and cuRAND (loaded at run time through `cudarc`'s `sys` modules).
 //!
-//! Installed first on `LD_LIBRARY_PATH` as `libamdhip64.so.5` (and, for binaries
-//! that link them, as `librocblas.so.*` / `librocrand.so.*`), it lets binaries
-//! linked against HIP run on an NVIDIA GPU.
+//! Installed first on `LD_LIBRARY_PATH` as `libamdhip64.so.7` (its soname: ROCm
+//! 7.2's HIP runtime), with `librocblas.so.5` / `librocrand.so.1` as empty
+//! libraries that depend on it (`cargo xtask gpu-bundle` makes them: one copy of
+//! the forwarder, so one copy of its state), it lets binaries linked against
+//! ROCm 7.2 run on an NVIDIA GPU.
 //!
 //! Handles are the CUDA handles themselves: `hipStream_t` is `CUstream` (null =
 //! legacy default stream, `hipStreamPerThread` = `(hipStream_t)2` =
@@ -22,13 +24,14 @@
 //! without CUDA every call fails cleanly (`hipGetDeviceCount` says
 //! `hipErrorNoDevice` with a count of 0).
 //!
-//! The HIP functions carry the ELF symbol versions of Debian's HIP 5.2.3
-//! (`hipMalloc@@hip_4.2`, see the `hip_exports!` macro); they are exported on x86_64
+//! The HIP functions carry the ELF symbol versions of ROCm 7.2's
+//! `libamdhip64.so.7` (`hipMalloc@@hip_4.2`, see the `hip_exports!` macro; the
+//! rocBLAS and rocRAND functions are unversioned, as in ROCm); they are exported on x86_64
 //! Linux only. The CUDA libraries are found by `cudarc`'s
 //! `get_lib_name_candidates` (first `libcuda.so` / `libcublas.so` /
 //! `libcurand.so`, later `lib*.so.13`, `.so.12`, ..., `.so.1`) through the
-//! normal `dlopen` search. `check-exports.sh` checks a binary's imports against
-//! the built library.
+//! normal `dlopen` search. `cargo xtask gpu-bundle` checks every binary's
+//! HIP/rocBLAS/rocRAND imports against the built library (name and version).
 // The exported functions keep their C names and take raw pointers; their safety
 // contract is the one of the C API they implement.
 #![allow(non_snake_case, non_camel_case_types, non_upper_case_globals, clippy::missing_safety_doc)]
@@ -90,7 +93,7 @@ pub(crate) fn lookup<K: PartialEq, T: Copy>(table: &[(K, T)], key: K) -> Option<
 }
 
 /// Exports each listed HIP function under its C name in the ELF version node that
-/// Debian's `libamdhip64.so.5` (HIP 5.2.3) gives it (`hipMalloc@@hip_4.2`), so
+/// ROCm 7.2's `libamdhip64.so.7` gives it (`hipMalloc@@hip_4.2`), so
 /// that the references of HIP-linked binaries (`hipMalloc@hip_4.2`) bind here:
 /// glibc refuses to bind a versioned reference to an unversioned definition in a
 /// library of the same name. The nodes are defined in `hip-versions.map`.
