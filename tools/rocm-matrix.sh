@@ -4,7 +4,8 @@
 # by arch with kernel parity and warnings, and the backend built, linked and
 # tested inside the root with its imports checked against the release.
 #   ROCm 7.2: all nine current arches; backend built, linked, CPU tests run.
-#   ROCm 6.4: gfx942 and gfx1100 (its headers and libraries, hipcc 7.0.2); backend built and linked, imports checked.
+#   ROCm 6.4: gfx942 and gfx1100 (its headers and libraries, hipcc 7.0.2); backend built and linked, imports and the
+#   HIP layer's C values checked (candle-core's and candle-nn's suites not run: 7.2 runs them).
 #   HIP 5.2.3 (the host's Debian hipcc): gfx90a and gfx1030, as tools/test.sh does.
 # CI (tools/test.sh) runs the 7.2 part for gfx942, gfx1100 and gfx1201 only.
 # Needs root, debootstrap and hipcc: apt-get install -y hipcc debootstrap
