@@ -76,6 +76,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         None => writeln!(md, "Not measured yet ({}).\n", KERNEL_BUILD.1)?,
     }
     super::static_cost::section(&mut md, &results)?;
+    warnings_section(&mut md, &results.join("kernel-warnings"))?;
     md.push_str("## Kernel throughput: translated vs original, H100\n\n");
     let families = match load(KERNELS.0)? {
         Some(t) => kernels_section(&mut md, &t)?,
@@ -139,6 +140,39 @@ fn simple_section(md: &mut String, (name, command): (&str, &str), t: &Table, col
     let idx = columns.iter().map(|c| t.column(c)).collect::<Result<Vec<_>>>()?;
     let rows: Vec<Vec<String>> = t.rows.iter().map(|r| idx.iter().map(|&i| r[i].clone()).collect()).collect();
     markdown_table(md, columns, &rows)
+}
+
+/// Compiler warnings per ROCm release and arch, from the records that
+/// `cargo xtask build-kernels --rocm RELEASE --each-arch --record-warnings` writes.
+fn warnings_section(md: &mut String, dir: &Path) -> Result<()> {
+    md.push_str("## Compiler warnings of the generated kernels, per ROCm release and arch
+
+");
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "tsv")).collect(),
+        Err(_) => Vec::new(),
+    };
+    files.sort();
+    if files.is_empty() {
+        writeln!(md, "Not recorded yet (cargo xtask build-kernels --rocm RELEASE --each-arch --record-warnings).\n")?;
+        return Ok(());
+    }
+    md.push_str("From `bench/results/kernel-warnings/RELEASE.tsv` (`cargo xtask build-kernels --rocm RELEASE --each-arch --record-warnings`); a build prints each warning that its record lacks. Counts are as the compiler prints them (host and device passes each).\n\n");
+    md.push_str("| release | arch | warnings | distinct | most frequent |\n|---|---|---:|---:|---|\n");
+    for file in files {
+        let release = file.file_stem().and_then(|s| s.to_str()).unwrap_or("?").to_string();
+        for (arch, counts) in crate::kernel_warnings::read_record(&file)? {
+            let flag = |w: &str| w.rsplit_once(" [").map_or("", |(_, f)| f.trim_end_matches(']')).to_string();
+            let mut by_flag: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+            for (w, n) in &counts {
+                *by_flag.entry(flag(w)).or_default() += n;
+            }
+            let top = by_flag.iter().max_by_key(|(_, n)| **n).map(|(f, n)| format!("`{f}` ({n})")).unwrap_or_default();
+            writeln!(md, "| {release} | {arch} | {} | {} | {top} |", counts.values().sum::<usize>(), counts.len())?;
+        }
+    }
+    md.push('\n');
+    Ok(())
 }
 
 fn regen_section(md: &mut String, name: &str, command: &str, t: &Table) -> Result<()> {
