@@ -8,8 +8,11 @@
 #                                0.11.1 with feature `cuda` (bench/backend/cuda, no patch)
 #   OUT_DIR/backend-bench-rocm   the same program over generated/candle-core and
 #                                generated/candle-nn with feature `rocm` (bench/backend/rocm),
-#                                linked against the hip-on-cuda forwarder like the GPU bundle
-#   OUT_DIR/lib/libamdhip64.so.5 the forwarder (HIP runtime + rocBLAS + rocRAND over CUDA)
+#                                linked as the GPU bundle's test binaries are: with ROCm 7.2's
+#                                ABI (needs libamdhip64.so.7, librocblas.so.5, librocrand.so.1)
+#   OUT_DIR/lib/                 the GPU bundle's lib/: the forwarder (HIP runtime + rocBLAS +
+#                                rocRAND over CUDA) as libamdhip64.so.7, and librocblas.so.5 /
+#                                librocrand.so.1, empty libraries that depend on it
 #   OUT_DIR/probe/libbackend_probe.so  an LD_PRELOAD call counter for bench/backend/probe.sh
 #
 # OUT_DIR defaults to device-carry/bench-backend (git-ignored); it is also packed into
@@ -31,41 +34,64 @@
 # real one from the wheel), so at run time the GPU machine's CUDA 13 libraries
 # are the ones loaded (`ldd` shows it). Nothing of CUDA 11 is linked.
 #
-# The ROCm build reuses `cargo xtask gpu-bundle`'s environment and target
-# directory (target/gpu-bundle), so the dependencies it shares with the bundle
-# are not rebuilt.
+# The ROCm build is `cargo xtask gpu-bundle`'s: `gpu-bundle --link-only OUT_DIR/lib`
+# builds the forwarder, writes the bundle's stub link directory (stubs of ROCm 7.2's
+# libraries from target/rocm/7.2/root, else of the forwarder's own exports:
+# target/gpu-bundle/link/...), lays OUT_DIR/lib out as the bundle's lib/ and prints
+# the bundle's build environment (CANDLE_ROCM_LIB_DIR = that link directory,
+# CANDLE_ROCM_LINK_*, CANDLE_ROCM_ARCHS, CANDLE_ROCM_LAUNCHERS=shared, ...), which
+# the benchmark is built with, in the bundle's target directory (target/gpu-bundle),
+# so the dependencies it shares with the bundle are not rebuilt. `gpu-bundle
+# --check-imports` then checks its HIP/rocBLAS/rocRAND imports as the bundle's.
+# CANDLE_ROCM_ARCHS, when set, is passed on as gpu-bundle's --archs (default: gpu-bundle's).
+#
+# Environment: SKIP=cuda builds the ROCm side only (a check of it here; OUT_DIR then
+# lacks backend-bench-cuda and is not packed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 out=$(realpath -m "${1:-device-carry/bench-backend}")
-mkdir -p "$out/lib"
+skip=",${SKIP:-},"
 nice=(nice -n 19)
 
 # --- ROCm binary -------------------------------------------------------------
-echo "== the forwarding runtime (hip-on-cuda), release"
-"${nice[@]}" cargo build --release -p hip-on-cuda
-forwarder=$root/target/release/libamdhip64.so
+echo "== the forwarding runtime, the link directory and OUT_DIR/lib (cargo xtask gpu-bundle --link-only)"
+rm -rf "$out/lib"
+mkdir -p "$out"
+archs=()
+[[ -n ${CANDLE_ROCM_ARCHS:-} ]] && archs=(--archs "$CANDLE_ROCM_ARCHS")
+bundle_env_lines=$("${nice[@]}" cargo xtask gpu-bundle --link-only "$out/lib" "${archs[@]}")
+mapfile -t bundle_env <<<"$bundle_env_lines"
+printf '   %s\n' "${bundle_env[@]}"
 bundle_target=$root/target/gpu-bundle
-# as gpu_bundle.rs: a library directory whose amdhip64, rocblas and rocrand are the forwarder
-rocm_lib=$bundle_target/rocm/lib
-mkdir -p "$rocm_lib"
-for name in libamdhip64.so librocblas.so librocrand.so; do
-  cmp -s "$forwarder" "$rocm_lib/$name" || cp "$forwarder" "$rocm_lib/$name"
-done
-echo "== backend-bench-rocm: feature rocm, release, linked against the forwarder"
-env CANDLE_ROCM_LIB_DIR="$rocm_lib" \
-    CANDLE_ROCM_LINK_ROCBLAS=1 CANDLE_ROCM_LINK_ROCRAND=1 \
-    CANDLE_ROCM_ARCHS="${CANDLE_ROCM_ARCHS:-gfx90a}" \
-    CANDLE_ROCM_LAUNCHERS=shared \
-    CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=symbols \
-    "${nice[@]}" cargo build --release \
-      --manifest-path bench/backend/rocm/Cargo.toml --target-dir "$bundle_target"
+echo "== backend-bench-rocm: feature rocm, release, linked as the GPU bundle's binaries"
+env "${bundle_env[@]}" "${nice[@]}" cargo build --release \
+  --manifest-path bench/backend/rocm/Cargo.toml --target-dir "$bundle_target"
 cp "$bundle_target/release/backend-bench-rocm" "$out/backend-bench-rocm"
-cp "$forwarder" "$out/lib/libamdhip64.so.5"
+"${nice[@]}" cargo xtask gpu-bundle --link-only "$out/lib" "${archs[@]}" \
+  --check-imports "$out/backend-bench-rocm" >/dev/null
+
+echo "== the ROCm binary's libraries (ROCm 7.2's sonames, resolved to OUT_DIR/lib)"
+readelf -d "$out/backend-bench-rocm" | grep NEEDED
+resolved=$(LD_LIBRARY_PATH="$out/lib" ldd "$out/backend-bench-rocm")
+for soname in libamdhip64.so.7 librocblas.so.5 librocrand.so.1; do
+  readelf -d "$out/backend-bench-rocm" | grep -q "NEEDED.*\[$soname\]" \
+    || { echo "error: backend-bench-rocm does not need $soname" >&2; exit 1; }
+  grep -qF "$soname => $out/lib/$soname " <<<"$resolved" \
+    || { echo "error: $soname does not resolve to $out/lib:" >&2; echo "$resolved" >&2; exit 1; }
+done
+# libcandle_rocm_launchers.so comes from the kernels' nvcc build on the GPU machine
+grep -v "libcandle_rocm_launchers.so" <<<"$resolved" | grep "not found" && { echo "error: a library is missing" >&2; exit 1; }
 
 # --- the investigation's LD_PRELOAD probe (bench/backend/probe.sh) -------------
 mkdir -p "$out/probe"
 gcc -O2 -shared -fPIC -o "$out/probe/libbackend_probe.so" bench/backend/probe/backend_probe.c -ldl
+
+if [[ $skip == *,cuda,* ]]; then
+  echo "== SKIP=cuda: no CUDA binary, nothing packed"
+  ls -la "$out" "$out/lib"
+  exit 0
+fi
 
 # --- CUDA 13.0 toolkit pieces for the stock CUDA build ------------------------
 tk_base=$root/target/bench-backend/cuda13

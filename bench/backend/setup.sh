@@ -18,7 +18,9 @@ if [[ -f $bin && $bin == *.tar.xz ]]; then
   bin=$(ls -d "$scratch/unpacked"/*/ | head -1)
 fi
 bin=$(realpath -m "$bin")
-for b in backend-bench-cuda backend-bench-rocm lib/libamdhip64.so.5; do
+# lib/: the GPU bundle's (cargo xtask gpu-bundle --link-only): the forwarder as ROCm 7.2's
+# libamdhip64.so.7, with librocblas.so.5 / librocrand.so.1 depending on it
+for b in backend-bench-cuda backend-bench-rocm lib/libamdhip64.so.7 lib/librocblas.so.5 lib/librocrand.so.1; do
   [[ -f $bin/$b ]] || { echo "error: $bin/$b not found: build with bench/backend/build.sh and carry $bin" >&2; exit 2; }
 done
 nvidia-smi -L || { echo "error: no NVIDIA GPU here" >&2; exit 1; }

@@ -33,6 +33,11 @@
 //! are then checked against the forwarder (and the 7.2 libraries when linked
 //! against them): same name, same version.
 //!
+//! `--link-only DIR` stops after the link directory: it lays DIR out as the
+//! bundle's `lib/` and prints the build environment, for a binary built
+//! elsewhere the same way (the backend benchmark, `bench/backend/build.sh`),
+//! whose imports `--check-imports BIN` then checks as the bundle's.
+//!
 //! The kernels are not in the bundle: `hip-on-cuda/run-gpu-tests.sh` compiles
 //! `generated/kernels` with nvcc on the GPU machine and points the binaries at
 //! the result (`CANDLE_ROCM_CODE_OBJECTS_DIR`, `libcandle_rocm_launchers.so`).
@@ -91,6 +96,18 @@ pub struct BundleArgs {
     /// named here must exist.
     #[arg(long)]
     rocm_root: Option<PathBuf>,
+    /// Prepare only what a binary built elsewhere and linked as the bundle's
+    /// binaries are needs (bench/backend/build.sh): the forwarder, the stub
+    /// link directory, and DIR laid out as the bundle's lib/ (the forwarder
+    /// as libamdhip64.so.7, librocblas.so.5, librocrand.so.1); prints the
+    /// environment the bundle's binaries are built with, one KEY=VALUE line
+    /// each. No test binaries, no bundle.
+    #[arg(long, value_name = "DIR")]
+    link_only: Option<PathBuf>,
+    /// With --link-only: binaries built with that environment, whose
+    /// HIP/rocBLAS/rocRAND imports are checked as the bundle's binaries' are.
+    #[arg(long, value_name = "BIN", requires = "link_only", num_args = 1..)]
+    check_imports: Vec<PathBuf>,
 }
 
 /// One cargo invocation that builds test binaries.
@@ -191,6 +208,26 @@ pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
         ("CARGO_PROFILE_RELEASE_DEBUG", "false"),
         ("CARGO_PROFILE_RELEASE_STRIP", "symbols"),
     ];
+    if let Some(dir) = &args.link_only {
+        bundle_lib(&forwarder, &root.join(dir))?;
+        if !args.check_imports.is_empty() {
+            let binaries: Vec<TestBinary> = args
+                .check_imports
+                .iter()
+                .map(|path| TestBinary {
+                    group: "checked",
+                    name: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                    path: path.clone(),
+                    cwd: String::new(),
+                })
+                .collect();
+            eprintln!("{}", check_imports(&binaries, &forwarder_exports, &rocm_libs)?);
+        }
+        for (key, value) in &env {
+            println!("{key}={value}");
+        }
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
     // candle-core: its whole suite (the library's tests and every upstream test file).
     let core_args: Vec<String> = vec!["--features".into(), "rocm".into(), "--lib".into(), "--tests".into()];
     let builds = [
@@ -230,11 +267,7 @@ pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
         std::fs::remove_dir_all(&out)
             .with_context(|| format!("removing the old bundle {}", out.display()))?;
     }
-    std::fs::create_dir_all(out.join("lib"))?;
-    std::fs::copy(&forwarder, out.join("lib").join(LIBRARIES[0].soname))?;
-    for library in &LIBRARIES[1..] {
-        soname_library(&out.join("lib").join(library.soname), &out.join("lib"), LIBRARIES[0].soname, &[])?;
-    }
+    bundle_lib(&forwarder, &out.join("lib"))?;
     let mut tsv = String::from(
         "# group\tworking directory (from the repository root)\tbinary (from the bundle)\n",
     );
@@ -281,6 +314,18 @@ pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
         bail!("{} is {:.1} MiB, over the {} MiB that can be carried to the GPU machine", packed.display(), mib(packed_size), BUNDLE_LIMIT_BYTES >> 20);
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The bundle's `lib/` in `dir`: the forwarder as `libamdhip64.so.7`, and
+/// `librocblas.so.5` / `librocrand.so.1` empty and depending on it.
+fn bundle_lib(forwarder: &Path, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::copy(forwarder, dir.join(LIBRARIES[0].soname))
+        .with_context(|| format!("copying {} into {}", forwarder.display(), dir.display()))?;
+    for library in &LIBRARIES[1..] {
+        soname_library(&dir.join(library.soname), dir, LIBRARIES[0].soname, &[])?;
+    }
+    Ok(())
 }
 
 /// `<out>.tar.xz` of the bundle folder (written beside it, then renamed into place).
