@@ -49,7 +49,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use crate::workspace_root;
+use crate::{rocm_abi, workspace_root};
 
 /// What can be carried to the GPU machine (the `device` tool's limit).
 const BUNDLE_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
@@ -221,7 +221,7 @@ pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
                     cwd: String::new(),
                 })
                 .collect();
-            eprintln!("{}", check_imports(&binaries, &forwarder_exports, &rocm_libs)?);
+            eprintln!("{}", check_imports(&binaries, &forwarder, &lib)?);
         }
         for (key, value) in &env {
             println!("{key}={value}");
@@ -280,7 +280,7 @@ pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
     }
     std::fs::write(out.join("tests.tsv"), tsv)?;
     copy_amd_launchers(&target_dir, &build_dir.join("amd-launchers"), &out.join("lib"), &forwarder_exports.nodes)?;
-    let imports = check_imports(&binaries, &forwarder_exports, &rocm_libs)?;
+    let imports = check_imports(&binaries, &forwarder, &lib)?;
 
     let mut sizes: Vec<(String, u64)> = Vec::new();
     collect_sizes(&out, &out, &mut sizes)?;
@@ -793,56 +793,25 @@ fn soname_library(dest: &Path, needed_dir: &Path, needed: &str, nodes: &[(String
 /// ROCm libraries are the sonames of `LIBRARIES`, and each HIP/rocBLAS/rocRAND
 /// symbol they import is defined by the forwarder with the same version, and by
 /// the library they were linked against. Returns a summary for BUNDLE.txt.
-fn check_imports(binaries: &[TestBinary], forwarder: &Exports, linked: &[Exports]) -> Result<String> {
-    let rocm_name = |lib: &str| {
-        ["libamdhip64.so", "librocblas.so", "librocrand.so", "libhiprtc.so", "libhsa-runtime64.so", "libhipblas.so"]
-            .iter()
-            .any(|p| lib.starts_with(p))
-    };
-    let mut errors = Vec::new();
-    let mut needed_count: BTreeMap<String, usize> = BTreeMap::new();
-    let mut imported: BTreeSet<(String, Option<String>)> = BTreeSet::new();
-    for b in binaries {
-        let label = format!("{}/{}", b.group, b.name);
-        for lib in dynamic_entries(&readelf(&["-W", "-d"], &b.path)?, "NEEDED") {
-            if rocm_name(&lib) {
-                if !LIBRARIES.iter().any(|l| l.soname == lib) {
-                    errors.push(format!("{label}: needs {lib}, not one of ROCm {ROCM_RELEASE}'s sonames"));
-                }
-                *needed_count.entry(lib).or_default() += 1;
-            }
-        }
-        for line in readelf(&["-W", "--dyn-syms"], &b.path)?.lines() {
-            let Some((name, version, _, _, _, section)) = parse_symbol_line(line) else { continue };
-            if section != "UND" || !LIBRARIES.iter().any(|l| l.owns(&name)) {
-                continue;
-            }
-            let version = version.map(|v| v.trim_start_matches('@').to_string());
-            let defined = |e: &Exports| e.symbols.get(&name).is_some_and(|s| s.version == version);
-            let shown = format!("{name}{}", version.as_ref().map(|v| format!("@{v}")).unwrap_or_default());
-            if !defined(forwarder) {
-                errors.push(format!("{label}: imports {shown}, which the forwarder does not define (with that version)"));
-            }
-            let owner = LIBRARIES.iter().position(|l| l.owns(&name)).expect("owned");
-            if !defined(&linked[owner]) {
-                errors.push(format!("{label}: imports {shown}, which {} does not define (with that version)", linked[owner].soname));
-            }
-            imported.insert((name, version));
-        }
-    }
+fn check_imports(binaries: &[TestBinary], forwarder: &Path, link_dir: &Path) -> Result<String> {
+    let paths: Vec<PathBuf> = binaries.iter().map(|b| b.path.clone()).collect();
+    let linked: Vec<PathBuf> = LIBRARIES.iter().map(|l| link_dir.join(l.soname)).collect();
+    // the sonames they need and every ROCm import, against the libraries they were linked against
+    let report = rocm_abi::check(&paths, &linked)?;
+    let forwarded = rocm_abi::read(forwarder)?;
+    let mut errors: Vec<String> = report.problems.iter().map(|(b, missing)| format!("{}: {} (not in {})", b.display(), missing.join(", "), link_dir.display())).collect();
+    errors.extend(report.imported.keys().filter(|s| !forwarded.exports.contains(s)).map(|s| format!("{s}: imported, not defined by the forwarder (with that version)")));
     if !errors.is_empty() {
-        errors.sort();
-        errors.dedup();
         bail!("the binaries' imports from the ROCm libraries:\n  {}", errors.join("\n  "));
     }
-    let versions: BTreeSet<&str> = imported.iter().filter_map(|(_, v)| v.as_deref()).collect();
+    let versions: BTreeSet<&str> = report.imported.keys().filter_map(|s| s.version.as_deref()).collect();
     Ok(format!(
         "imports checked: {} binaries need {}; they import {} HIP/rocBLAS/rocRAND symbols ({} versioned, nodes {}), \
          each defined by the forwarder (lib/{}) with the same version",
         binaries.len(),
-        needed_count.iter().map(|(l, n)| format!("{l} ({n})")).collect::<Vec<_>>().join(", "),
-        imported.len(),
-        imported.iter().filter(|(_, v)| v.is_some()).count(),
+        report.needed.iter().map(|(l, n)| format!("{l} ({n})")).collect::<Vec<_>>().join(", "),
+        report.imported.len(),
+        report.imported.keys().filter(|s| s.version.is_some()).count(),
         versions.into_iter().collect::<Vec<_>>().join(" "),
         LIBRARIES[0].soname
     ))

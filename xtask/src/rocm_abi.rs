@@ -96,7 +96,7 @@ fn is_rocm_name(name: &str) -> bool {
 
 /// Whether a needed library is one a ROCm release provides.
 fn is_rocm_library(soname: &str) -> bool {
-    ["libamdhip64.so", "librocblas.so", "librocrand.so", "libhiprtc.so"].iter().any(|p| soname.starts_with(p))
+    ["libamdhip64.so", "librocblas.so", "librocrand.so", "libhiprtc.so", "libhsa-runtime64.so", "libhipblas.so"].iter().any(|p| soname.starts_with(p))
 }
 
 /// The outcome of [`check`].
@@ -105,6 +105,8 @@ pub struct Report {
     pub libraries: Vec<(String, usize)>,
     /// Every ROCm symbol imported by any binary, with how many binaries import it.
     pub imported: BTreeMap<VersionedSymbol, usize>,
+    /// Every ROCm library needed by any binary, with how many binaries need it.
+    pub needed: BTreeMap<String, usize>,
     pub binaries: usize,
     /// Per binary: what it needs or imports that the release lacks.
     pub problems: Vec<(PathBuf, Vec<String>)>,
@@ -143,7 +145,11 @@ pub fn check(binaries: &[PathBuf], libraries: &[PathBuf]) -> Result<Report> {
     }
     for binary in binaries {
         let symbols = read(binary)?;
-        let mut missing: Vec<String> = symbols.needed.iter().filter(|n| is_rocm_library(n) && !by_soname.contains_key(*n)).map(|n| format!("library {n}")).collect();
+        let rocm_needed: Vec<&String> = symbols.needed.iter().filter(|n| is_rocm_library(n)).collect();
+        for n in &rocm_needed {
+            *report.needed.entry(n.to_string()).or_default() += 1;
+        }
+        let mut missing: Vec<String> = rocm_needed.into_iter().filter(|n| !by_soname.contains_key(*n)).map(|n| format!("library {n}")).collect();
         for (symbol, file) in &symbols.imports {
             let rocm_file = file.as_deref().filter(|f| is_rocm_library(f));
             if rocm_file.is_none() && !(symbol.version.is_none() && is_rocm_name(&symbol.name)) {
