@@ -134,7 +134,10 @@ fn an_unknown_offload_arch_is_a_clear_error() {
     }
     let dir = tempfile::tempdir().unwrap();
     let err = stderr_line(&xtask(&["build-kernels", "--arch", "gfx9999", "--out", dir.path().to_str().unwrap()], &[]));
-    assert!(err.starts_with("error: hipcc does not support --offload-arch=gfx9999: "), "{err}");
+    // the compiler's version and path, then hip-build's reason
+    let version = hip_build::Hipcc::locate().unwrap().version().unwrap();
+    assert!(err.starts_with(&format!("error: hipcc {version} (")), "{err}");
+    assert!(err.contains("): hipcc does not support --offload-arch=gfx9999: "), "{err}");
     assert_eq!(err.trim().lines().count(), 1);
 }
 
