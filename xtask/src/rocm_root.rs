@@ -300,6 +300,10 @@ fn make(made: &RocmRoot, releases: &Releases, release: &Release, workspace: &Pat
     let mut installed: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap_or("").lines().filter(|l| is_rocm(l.split('=').next().unwrap_or(""))).collect();
     installed.sort_unstable();
     write_atomically(&made.dir.join(PACKAGES_FILE), &format!("# ROCm {} root: ROCm and LLVM packages installed\n{}\n", made.release, installed.join("\n")))?;
+    let unpinned: Vec<&&str> = installed.iter().filter(|p| !release.packages.iter().any(|pin| pin == **p)).collect();
+    if !unpinned.is_empty() {
+        bail!("apt installed ROCm/LLVM packages that {RELEASES_FILE} does not pin for {}: {} (pin them)", made.release, unpinned.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "));
+    }
     Ok(())
 }
 
