@@ -49,7 +49,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use crate::{rocm_abi, workspace_root};
+use crate::{rocm_abi, rocm_root, workspace_root};
 
 /// What can be carried to the GPU machine (the `device` tool's limit).
 const BUNDLE_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
@@ -501,7 +501,8 @@ fn collect_sizes(base: &Path, dir: &Path, out: &mut Vec<(String, u64)>) -> Resul
 
 /// `target/rocm/7.2/root`, where `cargo xtask rocm-root 7.2` makes the root.
 fn default_rocm_root() -> PathBuf {
-    Path::new("target/rocm").join(ROCM_RELEASE).join("root")
+    // relative to the workspace root: where `cargo xtask rocm-root 7.2` makes it
+    rocm_root::RocmRoot { release: ROCM_RELEASE.into(), dir: rocm_root::default_dir(Path::new(""), ROCM_RELEASE) }.root()
 }
 
 /// The ROCm 7.2 root and the paths of its three libraries (in `LIBRARIES`'
