@@ -49,6 +49,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use crate::test_artifacts::test_artifacts;
 use crate::{rocm_abi, rocm_root, workspace_root};
 
 /// What can be carried to the GPU machine (the `device` tool's limit).
@@ -447,33 +448,10 @@ fn build_tests(
         .expect("manifest in a directory")
         .display()
         .to_string();
-    let mut found = Vec::new();
-    for line in String::from_utf8_lossy(&output.stdout).lines() {
-        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if msg["reason"] != "compiler-artifact" || msg["profile"]["test"] != true {
-            continue;
-        }
-        let Some(exe) = msg["executable"].as_str() else {
-            continue;
-        };
-        let target = msg["target"]["name"].as_str().unwrap_or("test");
-        let is_lib = msg["target"]["kind"]
-            .as_array()
-            .is_some_and(|k| k.iter().any(|k| k == "lib"));
-        let name = if is_lib {
-            format!("{target}-lib")
-        } else {
-            target.to_string()
-        };
-        found.push(TestBinary {
-            group: build.group,
-            name,
-            path: PathBuf::from(exe),
-            cwd: cwd.clone(),
-        });
-    }
+    let found: Vec<TestBinary> = test_artifacts(&String::from_utf8_lossy(&output.stdout))
+        .into_iter()
+        .map(|a| TestBinary { group: build.group, name: a.name, path: a.path, cwd: cwd.clone() })
+        .collect();
     if found.is_empty() {
         bail!("cargo reported no test executable for {}", build.manifest);
     }

@@ -25,6 +25,7 @@ mod rocm_abi;
 mod rocm_backend;
 mod rocm_root;
 mod steps;
+mod test_artifacts;
 mod tree;
 mod upstream;
 

@@ -17,6 +17,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::rocm_root::{self, Releases, RocmRoot};
+use crate::test_artifacts::test_artifacts;
 use crate::{rocm_abi, workspace_root};
 
 #[derive(clap::Args, Debug)]
@@ -88,7 +89,7 @@ fn cargo_tests(root: &RocmRoot, workspace: &Path, manifest: &str, selection: &[&
         if !out.status.success() {
             bail!("building the tests of {manifest} in the ROCm {} root failed ({})", root.release, out.status);
         }
-        return Ok(test_executables(&String::from_utf8_lossy(&out.stdout)));
+        return Ok(test_artifacts(&String::from_utf8_lossy(&out.stdout)).into_iter().map(|a| a.path).collect());
     }
     cmd.env("RUST_BACKTRACE", "0");
     let status = cmd.status().with_context(|| format!("running cargo in the ROCm {} root", root.release))?;
@@ -102,27 +103,5 @@ fn cargo_tests(root: &RocmRoot, workspace: &Path, manifest: &str, selection: &[&
 fn scrub_host_cargo_env(cmd: &mut Command) {
     for var in ["CARGO", "RUSTC", "RUSTDOC", "RUSTC_WRAPPER", "RUSTUP_TOOLCHAIN", "RUSTUP_HOME", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR", "CARGO_MANIFEST_DIR", "CARGO_PKG_NAME"] {
         cmd.env_remove(var);
-    }
-}
-
-/// The `"executable"` paths of cargo's `compiler-artifact` JSON messages.
-fn test_executables(json_lines: &str) -> Vec<PathBuf> {
-    json_lines
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|m| m["reason"] == "compiler-artifact")
-        .filter_map(|m| m["executable"].as_str().map(PathBuf::from))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn test_executables_come_from_artifact_messages() {
-        let json = r#"{"reason":"compiler-artifact","executable":"/t/debug/deps/tensor_tests-1"}
-{"reason":"compiler-artifact","executable":null}
-{"reason":"build-script-executed"}
-not json"#;
-        assert_eq!(super::test_executables(json), [std::path::PathBuf::from("/t/debug/deps/tensor_tests-1")]);
     }
 }
