@@ -23,12 +23,19 @@ pub enum Support {
     Untested(String),
 }
 
+/// The HIP major and minor version of a hipcc version string
+/// (`7.2.53211-9999` → `(7, 2)`); `None` unless both are decimal digits.
+pub fn major_minor(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version.split(['.', '-']);
+    let digits = |p: &str| (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())).then(|| p.parse().ok()).flatten();
+    Some((digits(parts.next()?)?, digits(parts.next()?)?))
+}
+
 /// `Err` (naming the supported releases) for a release older than
 /// [`OLDEST_SUPPORTED`] or a version that cannot be read.
 pub fn check_hip_version(version: &str) -> Result<Support, String> {
     let tested: Vec<String> = TESTED.iter().map(|(a, b)| format!("{a}.{b}")).collect();
-    let mut parts = version.split(['.', '-']).map(|p| p.parse::<u32>());
-    let (Some(Ok(major)), Some(Ok(minor))) = (parts.next(), parts.next()) else {
+    let Some((major, minor)) = major_minor(version) else {
         return Err(format!("cannot read a HIP version from `{version}` (expected MAJOR.MINOR...)"));
     };
     if (major, minor) < OLDEST_SUPPORTED {
@@ -57,5 +64,8 @@ mod tests {
         let old = check_hip_version("5.1.20531-0").unwrap_err();
         assert!(old.starts_with("HIP 5.1 is older than the oldest supported release, 5.2") && old.ends_with("5.2, 6.4, 7.2"), "{old}");
         assert!(check_hip_version("garbage").unwrap_err().contains("`garbage`"));
+        assert_eq!(major_minor("6.4.43484-9999"), Some((6, 4)));
+        assert_eq!(major_minor("+7.2"), None);
+        assert_eq!(major_minor("7"), None);
     }
 }

@@ -67,7 +67,10 @@ pub fn run(args: BuildArgs) -> Result<ExitCode> {
             let hipcc = Hipcc::locate()?;
             let version = hipcc.version()?;
             // the host's hipcc, by HIP major.minor (`host-5.2`)
-            let release = format!("host-{}", version.split('.').take(2).collect::<Vec<_>>().join("."));
+            let release = match hip_build::releases::major_minor(&version) {
+                Some((major, minor)) => format!("host-{major}.{minor}"),
+                None => format!("host-{version}"),
+            };
             (hipcc, release)
         }
     };

@@ -181,9 +181,7 @@ pub fn run(args: KernelResourcesArgs) -> Result<ExitCode> {
 
 /// `rocm7.2` for HIP `7.2.53211-9999`.
 fn rocm_label(hip_version: &str) -> Option<String> {
-    let mut parts = hip_version.split(['.', '-']);
-    let (major, minor) = (parts.next()?, parts.next()?);
-    (major.bytes().all(|b| b.is_ascii_digit()) && minor.bytes().all(|b| b.is_ascii_digit()) && !major.is_empty() && !minor.is_empty()).then(|| format!("rocm{major}.{minor}"))
+    hip_build::releases::major_minor(hip_version).map(|(major, minor)| format!("rocm{major}.{minor}"))
 }
 
 fn describe(l: &ArchLimits) -> String {
