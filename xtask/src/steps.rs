@@ -52,7 +52,7 @@ pub struct StepInput<'a> {
 pub type Step = fn(&StepInput) -> Result<StepOutput>;
 
 /// Every step, in order. Their output subtrees must not overlap.
-pub const STEPS: &[Step] = &[kernels, candle_core, candle_nn];
+pub const STEPS: &[Step] = &[kernels, candle_core, candle_nn, candle_transformers, candle_examples];
 
 /// candle-kernels `src/**/*.{cu,cuh}` → `generated/kernels/`.
 ///
@@ -107,32 +107,76 @@ pub fn kernels(input: &StepInput) -> Result<StepOutput> {
 
 /// candle-core → `generated/candle-core/`.
 pub fn candle_core(input: &StepInput) -> Result<StepOutput> {
-    mirror_package(input, &input.upstream.core, "candle-core")
+    mirror_package(input, &input.upstream.core, "candle-core", &LIBRARY)
 }
 
 /// candle-nn → `generated/candle-nn/` (its softmax, norms, rotary
 /// embeddings and MoE have CUDA custom ops of their own).
 pub fn candle_nn(input: &StepInput) -> Result<StepOutput> {
-    mirror_package(input, &input.upstream.nn, "candle-nn")
+    mirror_package(input, &input.upstream.nn, "candle-nn", &LIBRARY)
 }
 
-/// Files of an upstream package that the mirrored package carries: its
-/// sources, tests, manifest, license and readme (not benches, examples or
-/// cargo's bookkeeping).
-fn package_file(path: &str) -> bool {
+/// candle-transformers → `generated/candle-transformers/` (models whose
+/// fast paths are chosen with `cfg!(feature = "cuda")` and `is_cuda()`).
+pub fn candle_transformers(input: &StepInput) -> Result<StepOutput> {
+    mirror_package(input, &input.upstream.transformers, "candle-transformers", &LIBRARY)
+}
+
+/// candle-examples → `generated/candle-examples/`: the library
+/// (`candle_examples::device()`) and every example program.
+pub fn candle_examples(input: &StepInput) -> Result<StepOutput> {
+    mirror_package(input, &input.upstream.examples, "candle-examples", &EXAMPLES)
+}
+
+/// What a mirrored package carries of its upstream package.
+struct PackageShape {
+    /// Whether a file (path relative to the package root) is carried.
+    carries: fn(&str) -> bool,
+}
+
+/// A library package: its sources, tests, manifest, license and readme (not
+/// benches, examples or cargo's bookkeeping).
+const LIBRARY: PackageShape = PackageShape { carries: library_file };
+
+/// candle-examples: the library's files, every example with the data it
+/// reads (mel filters, fonts, voices), and the build script; not the images
+/// and videos that illustrate the examples' READMEs.
+const EXAMPLES: PackageShape = PackageShape { carries: examples_file };
+
+fn library_file(path: &str) -> bool {
     path.starts_with("src/") || path.starts_with("tests/") || path == "Cargo.toml" || path == "README.md" || path.starts_with("LICENSE")
 }
 
-fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str) -> Result<StepOutput> {
+/// Extensions of the pictures and videos in upstream's examples/ (README
+/// illustrations and sample inputs a user brings their own of).
+const EXAMPLE_MEDIA: &[&str] = &[".jpg", ".jpeg", ".png", ".gif", ".mp4"];
+
+fn examples_file(path: &str) -> bool {
+    let in_examples = path.starts_with("examples/") && !EXAMPLE_MEDIA.iter().any(|ext| path.to_ascii_lowercase().ends_with(ext));
+    library_file(path) || in_examples || (!path.contains('/') && path.ends_with(".rs"))
+}
+
+/// The roots of a package's Rust targets that regen translates: the library
+/// and every `[[example]]` the published manifest lists, when carried.
+fn target_roots(manifest: &str, carried: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
+    let table: toml::Table = manifest.parse().unwrap_or_default();
+    let lib = table.get("lib").and_then(|l| l.get("path")).and_then(|p| p.as_str()).unwrap_or("src/lib.rs").to_string();
+    let examples = table.get("example").and_then(|e| e.as_array()).into_iter().flatten().filter_map(|e| e.get("path")?.as_str().map(str::to_string));
+    std::iter::once(lib).chain(examples).filter(|p| carried.contains_key(p)).collect()
+}
+
+fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str, shape: &PackageShape) -> Result<StepOutput> {
     let all = tree::read_tree(&krate.root)?;
-    let files: BTreeMap<String, Vec<u8>> = all.into_iter().filter(|(p, _)| package_file(p)).collect();
+    let files: BTreeMap<String, Vec<u8>> = all.into_iter().filter(|(p, _)| (shape.carries)(p)).collect();
     let label = format!("{} {}", krate.name, krate.version);
+    let manifest_text = String::from_utf8(files.get("Cargo.toml").cloned().with_context(|| format!("{} has no Cargo.toml", krate.name))?).map_err(|_| anyhow!("{}/Cargo.toml: not UTF-8", krate.name))?;
+    let roots = target_roots(&manifest_text, &files);
     let mut sources = BTreeMap::new();
-    for (path, bytes) in files.iter().filter(|(p, _)| p.starts_with("src/") && p.ends_with(".rs")) {
+    for (path, bytes) in files.iter().filter(|(p, _)| is_target_source(p)) {
         let text = String::from_utf8(bytes.clone()).map_err(|_| anyhow!("{}/{path}: not UTF-8", krate.name))?;
         sources.insert(path.clone(), text);
     }
-    let mirror = translator::backend::mirror_crate(&sources, &label).map_err(|e| anyhow!("{}: {e}", krate.name))?;
+    let mirror = translator::backend::mirror_targets(&sources, &roots, &label).map_err(|e| anyhow!("{}: {e}", krate.name))?;
 
     let mut out: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for (path, text) in &mirror.files {
@@ -150,14 +194,14 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str) ->
             }
             test_gaps.extend(twinned.gaps);
             out.insert(path.clone(), twinned.text.into_bytes());
-        } else if path != "Cargo.toml" && !(path.starts_with("src/") && path.ends_with(".rs")) {
+        } else if path != "Cargo.toml" && !is_target_source(path) {
             out.insert(path.clone(), bytes.clone());
         }
     }
-    let manifest_text = String::from_utf8(files.get("Cargo.toml").cloned().with_context(|| format!("{} has no Cargo.toml", krate.name))?).map_err(|_| anyhow!("{}/Cargo.toml: not UTF-8", krate.name))?;
     let paths = translator::backend::package::PackagePaths {
         rocm_crates: input.rocm_crates.clone(),
-        siblings: [(input.upstream.core.name.clone(), format!("../{}", input.upstream.core.name))].into_iter().filter(|(name, _)| *name != krate.name).collect(),
+        // every other mirrored package is a sibling under generated/
+        siblings: input.upstream.packages().into_iter().filter(|c| c.name != krate.name).map(|c| (c.name.clone(), format!("../{}", c.name))).collect(),
     };
     let manifest = translator::backend::package::mirror_manifest("Cargo.toml", &label, &manifest_text, &paths, &|p| out.contains_key(p)).map_err(|e| anyhow!("{}: {e}", krate.name))?;
     out.insert("Cargo.toml".to_string(), manifest.text.into_bytes());
@@ -184,6 +228,12 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str) ->
         notes,
         gaps,
     })
+}
+
+/// Rust sources of the package's targets (the library's and the
+/// examples'), which the crate walk translates; tests are twinned apart.
+fn is_target_source(path: &str) -> bool {
+    (path.starts_with("src/") || path.starts_with("examples/")) && path.ends_with(".rs")
 }
 
 /// Every `.cu`/`.cuh` under `src`, sorted by `/`-separated relative path, bytes as read.

@@ -20,6 +20,8 @@ pub struct CandlePin {
     pub kernels_crate: String,
     pub core_crate: String,
     pub nn_crate: String,
+    pub transformers_crate: String,
+    pub examples_crate: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -76,12 +78,20 @@ pub struct Upstream {
     pub kernels: CrateSource,
     pub core: CrateSource,
     pub nn: CrateSource,
+    pub transformers: CrateSource,
+    pub examples: CrateSource,
 }
 
 impl Upstream {
     /// The upstream crates, in the order the manifest and NOTICE list them.
-    pub fn crates(&self) -> [&CrateSource; 3] {
-        [&self.kernels, &self.core, &self.nn]
+    pub fn crates(&self) -> [&CrateSource; 5] {
+        [&self.kernels, &self.core, &self.nn, &self.transformers, &self.examples]
+    }
+
+    /// The crates mirrored as whole packages (all but candle-kernels, whose
+    /// translation is generated/kernels/).
+    pub fn packages(&self) -> [&CrateSource; 4] {
+        [&self.core, &self.nn, &self.transformers, &self.examples]
     }
 
     /// One line for the run report.
@@ -96,7 +106,7 @@ impl Upstream {
 
 /// The crates.io release `version`.
 pub fn from_registry(pin: &CandlePin, version: &str) -> Result<Upstream> {
-    let names = [pin.kernels_crate.as_str(), pin.core_crate.as_str(), pin.nn_crate.as_str()];
+    let names = pin.crate_names();
     if names.iter().any(|n| registry_dir(n, version).is_none()) {
         fetch(&names, version)?;
     }
@@ -104,10 +114,8 @@ pub fn from_registry(pin: &CandlePin, version: &str) -> Result<Upstream> {
         let dir = registry_dir(n, version).with_context(|| format!("{n} {version} is not in the cargo registry after cargo fetch"))?;
         read_crate(&dir, None)
     });
-    let kernels = found.next().expect("three crates")?;
-    let core = found.next().expect("three crates")?;
-    let nn = found.next().expect("three crates")?;
-    Ok(Upstream { origin: Origin::CratesIo, kernels, core, nn })
+    let [kernels, core, nn, transformers, examples] = [(); 5].map(|_| found.next().expect("five crates"));
+    Ok(Upstream { origin: Origin::CratesIo, kernels: kernels?, core: core?, nn: nn?, transformers: transformers?, examples: examples? })
 }
 
 /// A Candle git checkout (its `candle-kernels/` and `candle-core/`).
@@ -119,21 +127,23 @@ pub fn from_checkout(pin: &CandlePin, dir: &Path) -> Result<Upstream> {
     if !has_cuda_sources(&kernels_dir.join("src")) {
         bail!("{} is not a Candle checkout: no .cu files in {}/src", dir.display(), pin.kernels_crate);
     }
-    let core_dir = dir.join(&pin.core_crate);
-    let nn_dir = dir.join(&pin.nn_crate);
-    for (d, name) in [(&core_dir, &pin.core_crate), (&nn_dir, &pin.nn_crate)] {
-        if !d.join("Cargo.toml").is_file() {
+    let names = pin.crate_names();
+    for name in &names[1..] {
+        if !dir.join(name).join("Cargo.toml").is_file() {
             bail!("{} is not a Candle checkout: missing {name}/Cargo.toml", dir.display());
         }
     }
     let workspace_manifest = dir.join("Cargo.toml");
     let workspace = std::fs::read_to_string(&workspace_manifest).ok().and_then(|t| t.parse::<toml::Table>().ok());
-    Ok(Upstream {
-        origin: Origin::Checkout(dir.to_path_buf()),
-        kernels: read_crate(&kernels_dir, workspace.as_ref())?,
-        core: read_crate(&core_dir, workspace.as_ref())?,
-        nn: read_crate(&nn_dir, workspace.as_ref())?,
-    })
+    let [kernels, core, nn, transformers, examples] = names.map(|name| read_crate(&dir.join(name), workspace.as_ref()));
+    Ok(Upstream { origin: Origin::Checkout(dir.to_path_buf()), kernels: kernels?, core: core?, nn: nn?, transformers: transformers?, examples: examples? })
+}
+
+impl CandlePin {
+    /// The upstream packages regen reads, in [`Upstream::crates`] order.
+    pub fn crate_names(&self) -> [&str; 5] {
+        [&self.kernels_crate, &self.core_crate, &self.nn_crate, &self.transformers_crate, &self.examples_crate]
+    }
 }
 
 fn has_cuda_sources(dir: &Path) -> bool {
@@ -219,7 +229,7 @@ mod tests {
     use super::*;
 
     fn pin() -> CandlePin {
-        CandlePin { version: "0.11.1".into(), kernels_crate: "candle-kernels".into(), core_crate: "candle-core".into(), nn_crate: "candle-nn".into() }
+        CandlePin { version: "0.11.1".into(), kernels_crate: "candle-kernels".into(), core_crate: "candle-core".into(), nn_crate: "candle-nn".into(), transformers_crate: "candle-transformers".into(), examples_crate: "candle-examples".into() }
     }
 
     #[test]
@@ -241,7 +251,10 @@ mod tests {
         std::fs::create_dir_all(root.join("candle-core")).unwrap();
         std::fs::write(root.join("candle-core/Cargo.toml"), "[package]\nname = \"candle-core\"\nversion = \"0.12.0-alpha.1\"\nlicense-file = \"LICENSE\"\n").unwrap();
         std::fs::create_dir_all(root.join("candle-nn")).unwrap();
-        std::fs::write(root.join("candle-nn/Cargo.toml"), "[package]\nname = \"candle-nn\"\nversion = \"0.12.0-alpha.1\"\n").unwrap();
+        for name in ["candle-nn", "candle-transformers", "candle-examples"] {
+            std::fs::create_dir_all(root.join(name)).unwrap();
+            std::fs::write(root.join(name).join("Cargo.toml"), format!("[package]\nname = \"{name}\"\nversion = \"0.12.0-alpha.1\"\n")).unwrap();
+        }
         let up = from_checkout(&pin(), root).unwrap();
         assert_eq!(up.kernels.version, "0.12.0-alpha.1");
         assert_eq!(up.kernels.license, "MIT OR Apache-2.0");

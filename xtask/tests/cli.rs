@@ -48,7 +48,7 @@ fn checkout(dir: &Path, kernels: &[(&str, &str)]) -> std::path::PathBuf {
     let root = dir.join("candle");
     std::fs::create_dir_all(root.join("candle-kernels/src")).unwrap();
     std::fs::write(root.join("Cargo.toml"), "[workspace.package]\nversion = \"9.0.0\"\nlicense = \"MIT OR Apache-2.0\"\n").unwrap();
-    for krate in ["candle-kernels", "candle-core", "candle-nn"] {
+    for krate in ["candle-kernels", "candle-core", "candle-nn", "candle-transformers", "candle-examples"] {
         std::fs::create_dir_all(root.join(krate).join("src")).unwrap();
         std::fs::write(root.join(krate).join("Cargo.toml"), format!("[package]\nname = \"{krate}\"\nversion.workspace = true\nlicense.workspace = true\n")).unwrap();
     }
@@ -56,6 +56,8 @@ fn checkout(dir: &Path, kernels: &[(&str, &str)]) -> std::path::PathBuf {
     std::fs::write(root.join("candle-core/src/lib.rs"), "#[cfg(feature = \"cuda\")]\npub mod cuda_backend;\n").unwrap();
     std::fs::write(root.join("candle-core/src/cuda_backend.rs"), "pub struct CudaDevice(cudarc::driver::CudaStream);\n").unwrap();
     std::fs::write(root.join("candle-nn/src/lib.rs"), "pub fn f() {}\n").unwrap();
+    std::fs::write(root.join("candle-transformers/src/lib.rs"), "pub fn g() -> bool { if cfg!(feature = \"cuda\") { true } else { false } }\n").unwrap();
+    std::fs::write(root.join("candle-examples/src/lib.rs"), "pub fn h() {}\n").unwrap();
     for (name, text) in kernels {
         std::fs::write(root.join("candle-kernels/src").join(name), text).unwrap();
     }
@@ -165,7 +167,7 @@ fn regen_cleans_stale_siblings_and_check_reports_up_to_date() {
     // (gen.xtask-state: the fingerprint record the xtask() helper keeps in the test's directory)
     assert_eq!(names, ["candle", "gen", "gen.xtask-state"]);
     let report = String::from_utf8_lossy(&run.stdout);
-    assert!(report.contains("candle-kernels 9.0.0 + candle-core 9.0.0 + candle-nn 9.0.0 (checkout "), "{report}");
+    assert!(report.contains("candle-kernels 9.0.0 + candle-core 9.0.0 + candle-nn 9.0.0 + candle-transformers 9.0.0 + candle-examples 9.0.0 (checkout "), "{report}");
     assert!(report.contains("hipify-perl first pass: "), "{report}");
     assert!(report.contains("wall time: "), "{report}");
 

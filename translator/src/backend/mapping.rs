@@ -79,6 +79,11 @@ pub const WORDS: &[(&str, &str)] = &[
     ("curand", "rocrand"),
 ];
 
+/// Phrases of user-facing messages that name the CUDA feature, and what
+/// they say instead (rule `feature-hints`): the user of the generated
+/// packages is told about both GPU backends.
+pub const FEATURE_HINTS: &[(&str, &str)] = &[("`--features cuda`", "`--features cuda` (NVIDIA) or `--features rocm` (AMD)")];
+
 /// Cargo features: `cfg(feature = "cuda")` → `cfg(feature = "rocm")`.
 pub const FEATURES: &[(&str, &str)] = &[("cuda", "rocm")];
 
@@ -110,6 +115,8 @@ pub const FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
     ("dep:cudarc", "dep:candle-rocm-hip"),
     ("dep:candle-kernels", "dep:candle-rocm-kernels"),
     ("candle/cuda", "candle/rocm"),
+    ("candle-nn/cuda", "candle-nn/rocm"),
+    ("candle-transformers/cuda", "candle-transformers/rocm"),
 ];
 
 /// Dependencies of the `cuda` features that the ROCm feature goes without,
@@ -117,6 +124,7 @@ pub const FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
 pub const UNMIRRORABLE_FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
     ("candle-ug?/cuda", "ug's CUDA backend compiles its kernels at run time with NVRTC; ug has no ROCm backend, so custom ug kernels stay CPU/CUDA/Metal-only"),
     ("ug-cuda", "ug's CUDA backend compiles its kernels at run time with NVRTC; ug has no ROCm backend"),
+    ("dep:cudaforge", "cudaforge compiles the custom-ops example's CUDA kernel to PTX with nvcc in candle-examples' build script; that example's kernel has no HIP build, so its custom op runs on the CPU only"),
 ];
 
 /// The hand-written crates the ROCm feature adds, as (package, path relative

@@ -14,6 +14,7 @@
 //! bodies are rewritten like any other code; the result is re-parsed, pruned
 //! of what has no ROCm counterpart ([`cfg`]), and printed with `prettyplease`.
 
+pub mod branch_twins;
 pub mod cfg;
 pub mod device_tests;
 pub mod device_predicates;
@@ -140,6 +141,7 @@ pub fn twin_file(file: &str, label: &str, source: &str) -> Result<MirroredFile, 
     if predicates > 0 {
         *counts.entry("device-predicates").or_default() += predicates;
     }
+    branch_twins::rewrite(&mut parsed, &mut counts);
     let text = if counts.is_empty() && gaps.is_empty() { source.to_string() } else { format!("{}{}", provenance(label, "with ROCm twins"), print(&mut parsed)) };
     Ok(MirroredFile { text, unmapped: BTreeSet::new(), rule_counts: counts, gaps })
 }
@@ -270,8 +272,15 @@ pub struct CrateMirror {
 /// the source in provenance lines. Rust files that no `mod` reaches are
 /// copied as they are.
 pub fn mirror_crate(sources: &BTreeMap<String, String>, label: &str) -> Result<CrateMirror, TranslateError> {
+    mirror_targets(sources, &["src/lib.rs".to_string()], label)
+}
+
+/// [`mirror_crate`] for a package of several targets: the walk starts at
+/// each root (`src/lib.rs`, `examples/llama/main.rs`, ...). A module file
+/// that two targets reach is translated once.
+pub fn mirror_targets(sources: &BTreeMap<String, String>, roots: &[String], label: &str) -> Result<CrateMirror, TranslateError> {
     let mut out = CrateMirror::default();
-    let mut level = vec![("src/lib.rs".to_string(), "src/lib.rs".to_string(), Mode::Twin)];
+    let mut level: Vec<(String, String, Mode)> = roots.iter().map(|r| (r.clone(), r.clone(), Mode::Twin)).collect();
     let mut reached = BTreeSet::new();
     // Module by module, a level of the module tree at a time: the files of one
     // level are translated in parallel and merged in queue order, so the result
@@ -282,7 +291,10 @@ pub fn mirror_crate(sources: &BTreeMap<String, String>, label: &str) -> Result<C
         let mut next = Vec::new();
         for ((input, output, mode), result) in level.into_iter().zip(done) {
             let (result, children) = result?;
-            reached.insert(input.clone());
+            if !reached.insert(input.clone()) && out.files.get(&output) == Some(&result.text) {
+                // a module shared by two targets (`#[path]`-free `mod common;` in one directory)
+                continue;
+            }
             for (rule, n) in &result.rule_counts {
                 *out.rule_counts.entry(rule).or_default() += n;
             }

@@ -1,0 +1,213 @@
+//! Rules that give ROCm twins to CUDA choices made inside expressions, where
+//! the node-level [`super::twins`] has nothing to copy:
+//!
+//! * `if-chain-twins`: a branch of an `if`/`else if` chain whose condition
+//!   calls a CUDA function (`else if cuda_is_available() { Device::new_cuda(0) }`)
+//!   is followed by its ROCm twin (`else if rocm_is_available() {
+//!   Device::new_rocm(0) }`): candle-examples' `device()` then picks the AMD
+//!   GPU. Conditions on a device predicate (`dev.is_cuda()`) are left to rule
+//!   `device-predicates`.
+//! * `cfg-macro-twins`: `cfg!(feature = "cuda")` as an `if` condition becomes
+//!   `(cfg!(feature = "cuda") || cfg!(feature = "rocm"))`: the fast path
+//!   upstream chooses at compile time for CUDA (qwen3_moe's fused MoE) is the
+//!   one the ROCm backend has too.
+//!
+//! Functions named for CUDA (`cuda_is_available`, `Device::cuda_if_available`)
+//! are left alone: they answer for CUDA, and their ROCm twins for ROCm.
+//! * `feature-hints`: messages that tell the user which feature to build
+//!   with (`build this example with `--features cuda``) name the ROCm one
+//!   too ([`FEATURE_HINTS`]).
+
+use std::collections::BTreeMap;
+
+use proc_macro2::{TokenStream, TokenTree};
+use quote::ToTokens;
+use syn::visit::Visit;
+use syn::visit_mut::VisitMut;
+
+use super::mapping::{DEVICE_PREDICATES, FEATURE_HINTS};
+use super::rules;
+use super::twins::is_cuda_ident;
+
+/// Applies the three rules to `file`; counts go to `counts`.
+pub fn rewrite(file: &mut syn::File, counts: &mut BTreeMap<&'static str, usize>) {
+    let mut pass = Pass { counts };
+    pass.visit_file_mut(file);
+}
+
+struct Pass<'a> {
+    counts: &'a mut BTreeMap<&'static str, usize>,
+}
+
+/// Does `cond` call a CUDA-named function (and ask no device predicate)?
+fn calls_cuda_function(cond: &syn::Expr) -> bool {
+    struct Finder {
+        cuda_call: bool,
+        predicate: bool,
+    }
+    impl<'ast> Visit<'ast> for Finder {
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if let syn::Expr::Path(p) = &*c.func {
+                if p.path.segments.last().is_some_and(|s| is_cuda_ident(&s.ident.to_string())) {
+                    self.cuda_call = true;
+                }
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            if DEVICE_PREDICATES.iter().any(|(cuda, _)| m.method == cuda) {
+                self.predicate = true;
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+    }
+    let mut f = Finder { cuda_call: false, predicate: false };
+    f.visit_expr(cond);
+    f.cuda_call && !f.predicate
+}
+
+/// `cfg!(feature = "cuda")`?
+fn is_cfg_cuda(mac: &syn::Macro) -> bool {
+    mac.path.is_ident("cfg") && mac.tokens.to_string().replace(' ', "") == "feature=\"cuda\""
+}
+
+/// `word` → its hint in every string literal of `tokens`; how many changed.
+fn hint_literals(tokens: TokenStream, changed: &mut usize) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|t| match t {
+            TokenTree::Group(g) => {
+                let mut n = proc_macro2::Group::new(g.delimiter(), hint_literals(g.stream(), changed));
+                n.set_span(g.span());
+                n.into()
+            }
+            TokenTree::Literal(l) => {
+                let text = l.to_string();
+                let Some((from, to)) = FEATURE_HINTS.iter().find(|(from, _)| text.starts_with('"') && text.contains(from)) else { return TokenTree::Literal(l) };
+                let mut lit: proc_macro2::Literal = text.replace(from, to).parse().expect("a string literal with a replaced phrase is a string literal");
+                lit.set_span(l.span());
+                *changed += 1;
+                lit.into()
+            }
+            other => other,
+        })
+        .collect()
+}
+
+impl VisitMut for Pass<'_> {
+    fn visit_expr_if_mut(&mut self, e: &mut syn::ExprIf) {
+        if let syn::Expr::Macro(m) = &*e.cond {
+            if is_cfg_cuda(&m.mac) {
+                *e.cond = syn::parse_quote!((cfg!(feature = "cuda") || cfg!(feature = "rocm")));
+                *self.counts.entry("cfg-macro-twins").or_default() += 1;
+            }
+        }
+        if calls_cuda_function(&e.cond) {
+            let cond = rules::rewrite(e.cond.to_token_stream(), self.counts);
+            let then = rules::rewrite(e.then_branch.to_token_stream(), self.counts);
+            if let (Ok(cond), Ok(then)) = (syn::parse2::<syn::Expr>(cond), syn::parse2::<syn::Block>(then)) {
+                let rest = e.else_branch.take();
+                let mut twin = syn::ExprIf { attrs: vec![], if_token: e.if_token, cond: Box::new(cond), then_branch: then, else_branch: None };
+                twin.else_branch = rest;
+                *self.counts.entry("if-chain-twins").or_default() += 1;
+                // the rest of the chain is visited through the twin's else
+                // branch; the twin's own condition and body are ROCm already
+                syn::visit_mut::visit_block_mut(self, &mut e.then_branch);
+                if let Some((_, rest)) = &mut twin.else_branch {
+                    self.visit_expr_mut(rest);
+                }
+                e.else_branch = Some((Default::default(), Box::new(syn::Expr::If(twin))));
+                return;
+            }
+        }
+        syn::visit_mut::visit_expr_if_mut(self, e);
+    }
+
+    // a function named for CUDA (`cuda_is_available`, `cuda_if_available`)
+    // answers for CUDA alone: its ROCm twin answers for ROCm
+    fn visit_item_fn_mut(&mut self, f: &mut syn::ItemFn) {
+        if !is_cuda_ident(&f.sig.ident.to_string()) {
+            syn::visit_mut::visit_item_fn_mut(self, f);
+        }
+    }
+    fn visit_impl_item_fn_mut(&mut self, f: &mut syn::ImplItemFn) {
+        if !is_cuda_ident(&f.sig.ident.to_string()) {
+            syn::visit_mut::visit_impl_item_fn_mut(self, f);
+        }
+    }
+
+    fn visit_macro_mut(&mut self, mac: &mut syn::Macro) {
+        let mut changed = 0;
+        let tokens = hint_literals(mac.tokens.clone(), &mut changed);
+        if changed > 0 {
+            mac.tokens = tokens;
+            *self.counts.entry("feature-hints").or_default() += changed;
+        }
+    }
+
+    fn visit_lit_str_mut(&mut self, lit: &mut syn::LitStr) {
+        let value = lit.value();
+        if let Some((from, to)) = FEATURE_HINTS.iter().find(|(from, _)| value.contains(from)) {
+            *lit = syn::LitStr::new(&value.replace(from, to), lit.span());
+            *self.counts.entry("feature-hints").or_default() += 1;
+        }
+    }
+
+    // doc comments are not messages
+    fn visit_attribute_mut(&mut self, _: &mut syn::Attribute) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(src: &str) -> (String, BTreeMap<&'static str, usize>) {
+        let mut file: syn::File = syn::parse_str(src).unwrap();
+        let mut counts = BTreeMap::new();
+        rewrite(&mut file, &mut counts);
+        (prettyplease::unparse(&file), counts)
+    }
+
+    #[test]
+    fn an_availability_branch_gets_its_rocm_twin_after_it() {
+        let (out, counts) = run("fn device(cpu: bool) -> Result<Device> { if cpu { Ok(Device::Cpu) } else if cuda_is_available() { Ok(Device::new_cuda(0)?) } else if metal_is_available() { Ok(Device::new_metal(0)?) } else { Ok(Device::Cpu) } }");
+        let want = "if cpu {\n        Ok(Device::Cpu)\n    } else if cuda_is_available() {\n        Ok(Device::new_cuda(0)?)\n    } else if rocm_is_available() {\n        Ok(Device::new_rocm(0)?)\n    } else if metal_is_available() {";
+        assert!(out.contains(want), "{out}");
+        assert_eq!(counts["if-chain-twins"], 1);
+    }
+
+    #[test]
+    fn a_lone_cuda_if_keeps_its_else_after_the_twin() {
+        let (out, _) = run("fn f() { let d = if !cpu && utils::cuda_is_available() { Device::new_cuda(0)? } else { Device::Cpu }; }");
+        assert!(out.contains("} else if !cpu && utils::rocm_is_available() {\n        Device::new_rocm(0)?\n    } else {\n        Device::Cpu\n    }"), "{out}");
+    }
+
+    #[test]
+    fn device_predicates_are_not_twinned_here() {
+        let (out, counts) = run("fn f(d: &Device) { if d.is_cuda() && cuda_is_available() { a() } else { b() } }");
+        assert!(counts.is_empty(), "{out}");
+    }
+
+    #[test]
+    fn cfg_cuda_choosing_a_path_also_holds_for_rocm() {
+        let (out, counts) = run("fn f() { if cfg!(feature = \"cuda\") { fused() } else { naive() } let m = cfg!(feature = \"metal\"); }");
+        assert!(out.contains("if (cfg!(feature = \"cuda\") || cfg!(feature = \"rocm\")) {"), "{out}");
+        assert!(out.contains("cfg!(feature = \"metal\")"), "{out}");
+        assert_eq!(counts["cfg-macro-twins"], 1);
+    }
+
+    #[test]
+    fn functions_named_for_cuda_keep_answering_for_cuda() {
+        let src = "pub fn cuda_is_available() -> bool { cfg!(feature = \"cuda\") }\nimpl Device { pub fn cuda_if_available(o: usize) -> Result<Self> { if crate::utils::cuda_is_available() { Self::new_cuda(o) } else { Ok(Self::Cpu) } } }";
+        let (out, counts) = run(src);
+        assert!(counts.is_empty(), "{out}");
+    }
+
+    #[test]
+    fn feature_hints_name_rocm_in_messages_not_in_docs() {
+        let (out, counts) = run("/// build with `--features cuda`\nfn f() { println!(\"Running on CPU, to run on GPU, build this example with `--features cuda`\"); let s = \"`--features cuda`\"; }");
+        assert!(out.contains("println!(\n        \"Running on CPU, to run on GPU, build this example with `--features cuda` (NVIDIA) or `--features rocm` (AMD)\"\n    )"), "{out}");
+        assert!(out.contains("/// build with `--features cuda`\n"), "{out}");
+        assert_eq!(counts["feature-hints"], 2);
+    }
+}
