@@ -127,6 +127,15 @@ pub const UNMIRRORABLE_FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
     ("dep:cudaforge", "cudaforge compiles the custom-ops example's CUDA kernel to PTX with nvcc in candle-examples' build script; that example's kernel has no HIP build, so its custom op runs on the CPU only"),
 ];
 
+/// Source files kept as upstream wrote them, without ROCm twins: (path in
+/// its package, feature, reason). Each is listed as a gap; its targets
+/// build with the `rocm` feature and run their CUDA-free paths.
+pub const UNTWINNED_FILES: &[(&str, &str, &str)] = &[(
+    "examples/custom-ops/main.rs",
+    "cuda",
+    "the example's own kernel (examples/custom-ops/kernels/layernorm_kernels.cu) is compiled to PTX by candle-examples' build script with cudaforge and loaded as a PTX string; it has no HIP build, so its custom op has no rocm_fwd and the example runs it on the CPU only",
+)];
+
 /// The hand-written crates the ROCm feature adds, as (package, path relative
 /// to the repository root).
 pub const ROCM_CRATES: &[(&str, &str)] = &[("candle-rocm-hip", "rocm-runtime/hip"), ("candle-rocm-kernels", "rocm-runtime/kernels")];

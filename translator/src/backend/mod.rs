@@ -326,7 +326,12 @@ pub fn mirror_targets(sources: &BTreeMap<String, String>, roots: &[String], labe
 fn mirror_module(sources: &BTreeMap<String, String>, label: &str, input: &str, output: &str, mode: Mode) -> Result<(MirroredFile, Vec<(String, String, Mode)>), TranslateError> {
     let source = sources.get(input).ok_or_else(|| TranslateError::unsupported(input, 0, "mod", "the module's file is missing"))?;
     let file_label = format!("{label} {input}");
+    let untwinned = mapping::UNTWINNED_FILES.iter().find(|(path, _, _)| *path == input);
     let result = match mode {
+        Mode::Twin if untwinned.is_some() => {
+            let (_, feature, reason) = untwinned.expect("checked");
+            MirroredFile { text: source.clone(), unmapped: BTreeSet::new(), rule_counts: BTreeMap::new(), gaps: vec![Gap::new(input, 1, "the whole file (no ROCm twins)", feature, reason)] }
+        }
         Mode::Twin => twin_file(input, &file_label, source)?,
         Mode::Mirror => mirror_file(input, &file_label, source)?,
         Mode::Verbatim => MirroredFile { text: source.clone(), unmapped: BTreeSet::new(), rule_counts: BTreeMap::new(), gaps: vec![] },
@@ -441,6 +446,24 @@ mod tests {
         assert_eq!(out.gaps.len(), 1);
         assert_eq!((out.gaps[0].file.as_str(), out.gaps[0].feature.as_str()), ("src/cuda_backend/mod.rs", "cudnn"));
         assert_eq!(out.mirrored_from["src/rocm_backend/device.rs"], "src/cuda_backend/device.rs");
+    }
+
+    #[test]
+    fn every_target_root_is_walked_and_untwinned_files_are_kept_as_gaps() {
+        let custom = "#[cfg(feature = \"cuda\")]\nmod cuda_kernels;\nfn main() {}\n";
+        let src = sources(&[
+            ("src/lib.rs", "pub fn f() {}\n"),
+            ("examples/a/main.rs", "mod common;\nfn main() {}\n"),
+            ("examples/a/common.rs", "#[cfg(feature = \"cuda\")]\nfn on_cuda() {}\n"),
+            ("examples/custom-ops/main.rs", custom),
+            ("examples/custom-ops/cuda_kernels.rs", "pub const K: &str = \"\";\n"),
+        ]);
+        let roots = ["src/lib.rs", "examples/a/main.rs", "examples/custom-ops/main.rs"].map(String::from);
+        let out = mirror_targets(&src, &roots, "candle-examples 9.9.9").unwrap();
+        assert!(out.files["examples/a/common.rs"].contains("fn on_rocm()"), "{}", out.files["examples/a/common.rs"]);
+        assert_eq!(out.files["examples/custom-ops/main.rs"], custom);
+        assert_eq!(out.gaps.len(), 1);
+        assert_eq!((out.gaps[0].file.as_str(), out.gaps[0].line), ("examples/custom-ops/main.rs", 1));
     }
 
     #[test]
