@@ -14,6 +14,7 @@
 
 mod bench;
 mod build_kernels;
+mod example_parity;
 mod fingerprint;
 mod gpu_bundle;
 mod hipify;

@@ -233,6 +233,7 @@ pub fn render(tree: &Tree, inputs: &[String], gaps: &[Gap]) -> String {
     for g in gaps {
         let _ = writeln!(s, "- `{}:{}` {} (feature `{}`): {}", g.file, g.line, g.construct.replace('`', "'"), g.feature, g.reason);
     }
+    s.push_str(&crate::example_parity::render(tree, gaps));
     s
 }
 

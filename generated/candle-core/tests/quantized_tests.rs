@@ -178,7 +178,7 @@ fn quantized_matmul_neg(device: &Device) -> Result<()> {
     let res2 = res2.i(1)?;
     let diff = (&res - res2)?.abs()?.mean_all()?.to_vec0::<f32>()?
         / res.elem_count() as f32;
-    if (device.is_cuda() || device.is_rocm()) {
+    if device.is_cuda() || device.is_rocm() {
         assert!(diff < 0.1);
     } else {
         assert!(diff < 0.96);
@@ -207,7 +207,7 @@ fn qmm_batch(dev: &Device) -> Result<()> {
     let mm4 = rhs.forward(&lhs4)?;
     assert_eq!(mm4.shape().dims(), [12, 6]);
     let diff4 = (mm4.i(..6)? - &mm3)?.abs()?.sum_all()?.to_vec0::<f32>()?;
-    if (dev.is_cuda() || dev.is_rocm()) {
+    if dev.is_cuda() || dev.is_rocm() {
         assert!(0. < diff4 && diff4 < 0.5)
     } else {
         assert_eq!(diff4, 0.0)

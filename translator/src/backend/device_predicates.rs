@@ -40,6 +40,19 @@ fn side_effect_free(e: &syn::Expr) -> bool {
 }
 
 impl VisitMut for Pass<'_> {
+    // `if (a.is_cuda() || a.is_rocm()) {`: an `if` condition needs no
+    // parentheses (rustc's unused_parens lint would warn in every example)
+    fn visit_expr_if_mut(&mut self, e: &mut syn::ExprIf) {
+        syn::visit_mut::visit_expr_if_mut(self, e);
+        if let syn::Expr::Paren(p) = &*e.cond {
+            let ours = matches!(&*p.expr, syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Or(_))
+                && matches!(&*b.right, syn::Expr::MethodCall(m) if DEVICE_PREDICATES.iter().any(|(_, rocm)| m.method == rocm)));
+            if ours {
+                e.cond = p.expr.clone();
+            }
+        }
+    }
+
     fn visit_expr_mut(&mut self, expr: &mut syn::Expr) {
         syn::visit_mut::visit_expr_mut(self, expr);
         let syn::Expr::MethodCall(call) = expr else { return };
@@ -76,7 +89,7 @@ mod tests {
     fn cuda_check_also_accepts_rocm() {
         let (out, n) = run("fn f(dev: &Device) { if dev.is_cuda() { a() } else { b() } }").unwrap();
         assert_eq!(n, 1);
-        assert!(out.contains("if (dev.is_cuda() || dev.is_rocm())"), "{out}");
+        assert!(out.contains("if dev.is_cuda() || dev.is_rocm() {"), "{out}");
     }
 
     #[test]

@@ -85,7 +85,7 @@ impl PageRetriever {
         Ok(images)
     }
     fn retrieve(&mut self, prompt: &str) -> Result<Vec<usize>> {
-        let dtype = if (self.device.is_cuda() || self.device.is_rocm()) {
+        let dtype = if self.device.is_cuda() || self.device.is_rocm() {
             DType::BF16
         } else {
             DType::F32
@@ -194,7 +194,7 @@ fn main() -> Result<()> {
     println!("retrieved the files in {:?}", start.elapsed());
     let tokenizer = Tokenizer::from_file(tokenizer_filename).map_err(E::msg)?;
     let device = candle_examples::device(false)?;
-    let dtype = if (device.is_cuda() || device.is_rocm()) {
+    let dtype = if device.is_cuda() || device.is_rocm() {
         DType::BF16
     } else {
         DType::F32

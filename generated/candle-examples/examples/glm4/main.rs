@@ -234,7 +234,7 @@ fn main() -> anyhow::Result<()> {
     let tokenizer = Tokenizer::from_file(tokenizer_filename).expect("Tokenizer Error");
     let start = std::time::Instant::now();
     let device = candle_examples::device(args.cpu)?;
-    let dtype = if (device.is_cuda() || device.is_rocm()) {
+    let dtype = if device.is_cuda() || device.is_rocm() {
         DType::BF16
     } else {
         DType::F32

@@ -104,7 +104,7 @@ fn main() -> Result<()> {
     let mut tokenizer = Tokenizer::from_file(config_files.tokenizer).map_err(E::msg)?;
     tokenizer.with_padding(Some(padding));
     let device = candle_examples::device(args.cpu)?;
-    let dtype = if (device.is_cuda() || device.is_rocm()) {
+    let dtype = if device.is_cuda() || device.is_rocm() {
         DType::BF16
     } else {
         DType::F32

@@ -270,7 +270,7 @@ fn main() -> Result<()> {
     };
     let config = config.into_config(args.use_flash_attn);
     let device = candle_examples::device(args.cpu)?;
-    let dtype = if (device.is_cuda() || device.is_rocm()) {
+    let dtype = if device.is_cuda() || device.is_rocm() {
         DType::BF16
     } else {
         DType::F32

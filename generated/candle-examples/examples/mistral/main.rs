@@ -294,7 +294,7 @@ fn main() -> Result<()> {
         let model = QMistral::new(&config, vb)?;
         (Model::Quantized(model), device)
     } else {
-        let dtype = if (device.is_cuda() || device.is_rocm()) {
+        let dtype = if device.is_cuda() || device.is_rocm() {
             DType::BF16
         } else {
             DType::F32

@@ -223,7 +223,7 @@ fn main() -> Result<()> {
     let tokenizer = Tokenizer::from_file(tokenizer_filename).map_err(E::msg)?;
     let start = std::time::Instant::now();
     let device = candle_examples::device(args.cpu)?;
-    let dtype = if (device.is_cuda() || device.is_rocm()) {
+    let dtype = if device.is_cuda() || device.is_rocm() {
         DType::BF16
     } else {
         DType::F32

@@ -211,7 +211,7 @@ fn main() -> Result<()> {
     println!("retrieved the files in {:?}", start.elapsed());
     let tokenizer = Tokenizer::from_file(tokenizer_filename).map_err(E::msg)?;
     let device = candle_examples::device(args.cpu)?;
-    let dtype = if (device.is_cuda() || device.is_rocm()) {
+    let dtype = if device.is_cuda() || device.is_rocm() {
         DType::BF16
     } else {
         DType::F32

@@ -255,7 +255,7 @@ fn main() -> Result<()> {
     let config: Config = serde_json::from_reader(std::fs::File::open(config_filename)?)?;
     let start = std::time::Instant::now();
     let device = candle_examples::device(args.cpu)?;
-    let dtype = if (device.is_cuda() || device.is_rocm()) {
+    let dtype = if device.is_cuda() || device.is_rocm() {
         DType::BF16
     } else {
         DType::F32

@@ -265,7 +265,7 @@ fn main() -> Result<()> {
         let model = QStableLM::new(&config, vb)?;
         Model::Quantized(model)
     } else {
-        let dtype = if (device.is_cuda() || device.is_rocm()) {
+        let dtype = if device.is_cuda() || device.is_rocm() {
             DType::BF16
         } else {
             DType::F32

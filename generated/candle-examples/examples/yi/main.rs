@@ -194,7 +194,7 @@ fn main() -> Result<()> {
         Which::L34b => Config::config_34b(),
     };
     let device = candle_examples::device(args.cpu)?;
-    let dtype = if (device.is_cuda() || device.is_rocm()) {
+    let dtype = if device.is_cuda() || device.is_rocm() {
         DType::BF16
     } else {
         DType::F32
