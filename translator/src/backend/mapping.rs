@@ -136,6 +136,11 @@ pub const UNTWINNED_FILES: &[(&str, &str, &str)] = &[(
     "the example's own kernel (examples/custom-ops/kernels/layernorm_kernels.cu) is compiled to PTX by candle-examples' build script with cudaforge and loaded as a PTX string; it has no HIP build, so its custom op has no rocm_fwd and the example runs it on the CPU only",
 )];
 
+/// Upstream crates regen does not mirror that depend on crates.io
+/// candle-core (rule `package-patches`: a package depending on one gets a
+/// `[patch.crates-io]` to its generated siblings).
+pub const UNMIRRORED_CANDLE_DEPENDENTS: &[&str] = &["candle-datasets", "candle-onnx", "candle-flash-attn"];
+
 /// The hand-written crates the ROCm feature adds, as (package, path relative
 /// to the repository root).
 pub const ROCM_CRATES: &[(&str, &str)] = &[("candle-rocm-hip", "rocm-runtime/hip"), ("candle-rocm-kernels", "rocm-runtime/kernels")];
