@@ -6,7 +6,9 @@
 //!   is followed by its ROCm twin (`else if rocm_is_available() {
 //!   Device::new_rocm(0) }`): candle-examples' `device()` then picks the AMD
 //!   GPU. Conditions on a device predicate (`dev.is_cuda()`) are left to rule
-//!   `device-predicates`.
+//!   `device-predicates`. A branch on a CUDA variant (`if let
+//!   Device::Cuda(_) = device { device.synchronize()? }`) is twinned the
+//!   same way.
 //! * `cfg-macro-twins`: `cfg!(feature = "cuda")` as an `if` condition becomes
 //!   `(cfg!(feature = "cuda") || cfg!(feature = "rocm"))`: the fast path
 //!   upstream chooses at compile time for CUDA (qwen3_moe's fused MoE) is the
@@ -39,6 +41,15 @@ struct Pass<'a> {
     counts: &'a mut BTreeMap<&'static str, usize>,
 }
 
+/// Does `cond` choose CUDA: call a CUDA-named function or match a CUDA
+/// variant (`if let Device::Cuda(_) = device`), and ask no device predicate?
+fn chooses_cuda(cond: &syn::Expr) -> bool {
+    if let syn::Expr::Let(l) = cond {
+        return super::twins::mentions_cuda(l.pat.to_token_stream());
+    }
+    calls_cuda_function(cond)
+}
+
 /// Does `cond` call a CUDA-named function (and ask no device predicate)?
 fn calls_cuda_function(cond: &syn::Expr) -> bool {
     struct Finder {
@@ -64,6 +75,14 @@ fn calls_cuda_function(cond: &syn::Expr) -> bool {
     let mut f = Finder { cuda_call: false, predicate: false };
     f.visit_expr(cond);
     f.cuda_call && !f.predicate
+}
+
+/// Is a node with these attributes gated on a GPU backend's feature?
+fn gated(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| a.path().is_ident("cfg") && {
+        let text = a.meta.to_token_stream().to_string();
+        text.contains("\"cuda\"") || text.contains("\"rocm\"")
+    })
 }
 
 /// `cfg!(feature = "cuda")`?
@@ -102,7 +121,7 @@ impl VisitMut for Pass<'_> {
                 *self.counts.entry("cfg-macro-twins").or_default() += 1;
             }
         }
-        if calls_cuda_function(&e.cond) {
+        if chooses_cuda(&e.cond) {
             let cond = rules::rewrite(e.cond.to_token_stream(), self.counts);
             let then = rules::rewrite(e.then_branch.to_token_stream(), self.counts);
             if let (Ok(cond), Ok(then)) = (syn::parse2::<syn::Expr>(cond), syn::parse2::<syn::Block>(then)) {
@@ -126,13 +145,25 @@ impl VisitMut for Pass<'_> {
     // a function named for CUDA (`cuda_is_available`, `cuda_if_available`)
     // answers for CUDA alone: its ROCm twin answers for ROCm
     fn visit_item_fn_mut(&mut self, f: &mut syn::ItemFn) {
-        if !is_cuda_ident(&f.sig.ident.to_string()) {
+        if !is_cuda_ident(&f.sig.ident.to_string()) && !gated(&f.attrs) {
             syn::visit_mut::visit_item_fn_mut(self, f);
         }
     }
     fn visit_impl_item_fn_mut(&mut self, f: &mut syn::ImplItemFn) {
-        if !is_cuda_ident(&f.sig.ident.to_string()) {
+        if !is_cuda_ident(&f.sig.ident.to_string()) && !gated(&f.attrs) {
             syn::visit_mut::visit_impl_item_fn_mut(self, f);
+        }
+    }
+    // code under `cfg(feature = "cuda")` has its twin under `cfg(feature =
+    // "rocm")` already (rule `twins`); neither may name the other backend
+    fn visit_stmt_mut(&mut self, stmt: &mut syn::Stmt) {
+        if !super::twins::stmt_attrs(stmt).is_some_and(|a| gated(a)) {
+            syn::visit_mut::visit_stmt_mut(self, stmt);
+        }
+    }
+    fn visit_item_mut(&mut self, item: &mut syn::Item) {
+        if !super::twins::item_attrs(item).is_some_and(|a| gated(a)) {
+            syn::visit_mut::visit_item_mut(self, item);
         }
     }
 
@@ -180,6 +211,20 @@ mod tests {
     fn a_lone_cuda_if_keeps_its_else_after_the_twin() {
         let (out, _) = run("fn f() { let d = if !cpu && utils::cuda_is_available() { Device::new_cuda(0)? } else { Device::Cpu }; }");
         assert!(out.contains("} else if !cpu && utils::rocm_is_available() {\n        Device::new_rocm(0)?\n    } else {\n        Device::Cpu\n    }"), "{out}");
+    }
+
+    #[test]
+    fn a_branch_on_the_cuda_variant_gets_its_twin() {
+        let (out, counts) = run("fn f(device: &Device) -> Result<()> { if let candle::Device::Cuda(_) = device { device.synchronize()?; } Ok(()) }");
+        assert!(out.contains("if let candle::Device::Cuda(_) = device {\n        device.synchronize()?;\n    } else if let candle::Device::Rocm(_) = device {\n        device.synchronize()?;\n    }"), "{out}");
+        assert_eq!(counts["if-chain-twins"], 1);
+    }
+
+    #[test]
+    fn code_under_a_backend_cfg_is_left_to_its_twin() {
+        let src = "fn f(device: &Device) { #[cfg(feature = \"cuda\")] if let candle::Device::Cuda(d) = &device { d.x() } #[cfg(feature = \"rocm\")] if let candle::Device::Rocm(d) = &device { d.x() } }\n#[cfg(feature = \"cuda\")]\nfn g() { if cuda_is_available() {} }";
+        let (out, counts) = run(src);
+        assert!(counts.is_empty(), "{out}");
     }
 
     #[test]

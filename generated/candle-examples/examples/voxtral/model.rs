@@ -177,9 +177,13 @@ fn load_model_weights<'a>(
     let dtype = DType::F16;
     if let candle::Device::Cuda(_) = device {
         device.synchronize()?;
+    } else if let candle::Device::Rocm(_) = device {
+        device.synchronize()?;
     }
     let vb = unsafe { VarBuilder::from_mmaped_safetensors(model_files, dtype, device)? };
     if let candle::Device::Cuda(_) = device {
+        device.synchronize()?;
+    } else if let candle::Device::Rocm(_) = device {
         device.synchronize()?;
     }
     Ok(vb)
