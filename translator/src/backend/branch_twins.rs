@@ -5,12 +5,14 @@
 //!   calls a CUDA function (`else if cuda_is_available() { Device::new_cuda(0) }`)
 //!   is followed by its ROCm twin (`else if rocm_is_available() {
 //!   Device::new_rocm(0) }`): candle-examples' `device()` then picks the AMD
-//!   GPU. Conditions on a device predicate (`dev.is_cuda()`) are left to rule
-//!   `device-predicates`. A branch on a CUDA variant (`if let
+//!   GPU. A branch on a device predicate whose body names CUDA (`if
+//!   device.is_cuda() { self.attention_cuda(..) }`) is twinned too (`else if
+//!   device.is_rocm() { self.attention_rocm(..) }`); other conditions on a
+//!   device predicate (a dtype choice) are left to rule `device-predicates`. A branch on a CUDA variant (`if let
 //!   Device::Cuda(_) = device { device.synchronize()? }`) is twinned the
 //!   same way.
 //! * `cfg-macro-twins`: `cfg!(feature = "cuda")` as an `if` condition becomes
-//!   `(cfg!(feature = "cuda") || cfg!(feature = "rocm"))`: the fast path
+//!   `cfg!(feature = "cuda") || cfg!(feature = "rocm")`: the fast path
 //!   upstream chooses at compile time for CUDA (qwen3_moe's fused MoE) is the
 //!   one the ROCm backend has too.
 //!
@@ -41,13 +43,17 @@ struct Pass<'a> {
     counts: &'a mut BTreeMap<&'static str, usize>,
 }
 
-/// Does `cond` choose CUDA: call a CUDA-named function or match a CUDA
-/// variant (`if let Device::Cuda(_) = device`), and ask no device predicate?
-fn chooses_cuda(cond: &syn::Expr) -> bool {
-    if let syn::Expr::Let(l) = cond {
-        return super::twins::mentions_cuda(l.pat.to_token_stream());
+/// Does this branch choose CUDA code: its condition calls a CUDA-named
+/// function or matches a CUDA variant (`if let Device::Cuda(_) = device`)
+/// and asks no device predicate, or its condition is a lone device
+/// predicate (`device.is_cuda()`) and its body names CUDA
+/// (`self.attention_cuda(..)`, whose ROCm twin the twin branch calls)?
+pub fn chooses_cuda(e: &syn::ExprIf) -> bool {
+    match &*e.cond {
+        syn::Expr::Let(l) => super::twins::mentions_cuda(l.pat.to_token_stream()),
+        syn::Expr::MethodCall(m) if DEVICE_PREDICATES.iter().any(|(cuda, _)| m.method == cuda) => super::twins::mentions_cuda(e.then_branch.to_token_stream()),
+        cond => calls_cuda_function(cond),
     }
-    calls_cuda_function(cond)
 }
 
 /// Does `cond` call a CUDA-named function (and ask no device predicate)?
@@ -117,11 +123,11 @@ impl VisitMut for Pass<'_> {
     fn visit_expr_if_mut(&mut self, e: &mut syn::ExprIf) {
         if let syn::Expr::Macro(m) = &*e.cond {
             if is_cfg_cuda(&m.mac) {
-                *e.cond = syn::parse_quote!((cfg!(feature = "cuda") || cfg!(feature = "rocm")));
+                *e.cond = syn::parse_quote!(cfg!(feature = "cuda") || cfg!(feature = "rocm"));
                 *self.counts.entry("cfg-macro-twins").or_default() += 1;
             }
         }
-        if chooses_cuda(&e.cond) {
+        if chooses_cuda(e) {
             let cond = rules::rewrite(e.cond.to_token_stream(), self.counts);
             let then = rules::rewrite(e.then_branch.to_token_stream(), self.counts);
             if let (Ok(cond), Ok(then)) = (syn::parse2::<syn::Expr>(cond), syn::parse2::<syn::Block>(then)) {
@@ -228,6 +234,13 @@ mod tests {
     }
 
     #[test]
+    fn a_predicate_branch_calling_cuda_code_gets_its_twin() {
+        let (out, counts) = run("fn f(&self, device: &Device) -> Result<Tensor> { if device.is_cuda() { self.attention_cuda(q) } else if device.is_metal() { self.attention_metal(q) } else { self.attention_basic(q) } }");
+        assert!(out.contains("if device.is_cuda() {\n        self.attention_cuda(q)\n    } else if device.is_rocm() {\n        self.attention_rocm(q)\n    } else if device.is_metal() {"), "{out}");
+        assert_eq!(counts["if-chain-twins"], 1);
+    }
+
+    #[test]
     fn device_predicates_are_not_twinned_here() {
         let (out, counts) = run("fn f(d: &Device) { if d.is_cuda() && cuda_is_available() { a() } else { b() } }");
         assert!(counts.is_empty(), "{out}");
@@ -236,7 +249,7 @@ mod tests {
     #[test]
     fn cfg_cuda_choosing_a_path_also_holds_for_rocm() {
         let (out, counts) = run("fn f() { if cfg!(feature = \"cuda\") { fused() } else { naive() } let m = cfg!(feature = \"metal\"); }");
-        assert!(out.contains("if (cfg!(feature = \"cuda\") || cfg!(feature = \"rocm\")) {"), "{out}");
+        assert!(out.contains("if cfg!(feature = \"cuda\") || cfg!(feature = \"rocm\") {"), "{out}");
         assert!(out.contains("cfg!(feature = \"metal\")"), "{out}");
         assert_eq!(counts["cfg-macro-twins"], 1);
     }

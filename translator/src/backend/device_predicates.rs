@@ -43,6 +43,15 @@ impl VisitMut for Pass<'_> {
     // `if (a.is_cuda() || a.is_rocm()) {`: an `if` condition needs no
     // parentheses (rustc's unused_parens lint would warn in every example)
     fn visit_expr_if_mut(&mut self, e: &mut syn::ExprIf) {
+        if super::branch_twins::chooses_cuda(e) {
+            // a branch into CUDA code: rule if-chain-twins gives it a ROCm
+            // branch of its own; only its body and the rest of the chain are ours
+            self.visit_block_mut(&mut e.then_branch);
+            if let Some((_, rest)) = &mut e.else_branch {
+                self.visit_expr_mut(rest);
+            }
+            return;
+        }
         syn::visit_mut::visit_expr_if_mut(self, e);
         if let syn::Expr::Paren(p) = &*e.cond {
             let ours = matches!(&*p.expr, syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Or(_))

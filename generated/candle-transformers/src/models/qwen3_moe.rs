@@ -206,7 +206,7 @@ impl DecoderLayer {
         let feed_forward = if cfg.num_experts > 0
             && (layer_idx + 1).is_multiple_of(cfg.decoder_sparse_step)
         {
-            if (cfg!(feature = "cuda") || cfg!(feature = "rocm")) {
+            if cfg!(feature = "cuda") || cfg!(feature = "rocm") {
                 Qwen3FeedForward::FusedMoE(
                     FusedMoe::new(&moe_cfg, vb.pp("mlp"), vb.dtype())?,
                 )

@@ -389,8 +389,10 @@ impl ZImageAttention {
         if !self.use_accelerated_attn {
             return self.attention_basic(q, k, v, mask, scale);
         }
-        if device.is_cuda() || device.is_rocm() {
+        if device.is_cuda() {
             self.attention_cuda(q, k, v, mask, scale)
+        } else if device.is_rocm() {
+            self.attention_rocm(q, k, v, mask, scale)
         } else if device.is_metal() {
             self.attention_metal(q, k, v, mask, scale)
         } else {
