@@ -28,6 +28,7 @@ mod steps;
 mod test_artifacts;
 mod tree;
 mod upstream;
+mod workspace_manifest;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -18,7 +18,7 @@ use translator::TreeFile;
 
 use translator::backend::Gap;
 
-use crate::upstream::{CrateSource, Upstream};
+use crate::upstream::{CrateSource, Origin, Upstream};
 use crate::{hipify, tree};
 
 /// What one step read and made.
@@ -170,6 +170,11 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str) ->
         }
     }
     let manifest_text = String::from_utf8(files.get("Cargo.toml").cloned().with_context(|| format!("{} has no Cargo.toml", krate.name))?).map_err(|_| anyhow!("{}/Cargo.toml: not UTF-8", krate.name))?;
+    let manifest_text = match &input.upstream.origin {
+        // a checkout's member manifest inherits from the checkout's root manifest
+        Origin::Checkout(dir) => crate::workspace_manifest::resolve_in_checkout(&manifest_text, dir, &krate.root)?,
+        Origin::CratesIo => manifest_text,
+    };
     let paths = translator::backend::package::PackagePaths {
         rocm_crates: input.rocm_crates.clone(),
         siblings: [(input.upstream.core.name.clone(), format!("../{}", input.upstream.core.name))].into_iter().filter(|(name, _)| *name != krate.name).collect(),

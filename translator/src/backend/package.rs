@@ -196,7 +196,8 @@ pub fn line_of(text: &str, section: &str, key: &str, value: Option<&str>) -> u32
         }
         if key_line == 0 {
             let k = t.split('=').next().unwrap_or("").trim().trim_matches(['"', '\'']);
-            if t.contains('=') && k == key {
+            // `key = ...`, or dotted: `key.workspace = true`
+            if t.contains('=') && (k == key || k.strip_prefix(key).is_some_and(|rest| rest.starts_with('.'))) {
                 key_line = n;
             } else {
                 continue;
@@ -322,6 +323,7 @@ optional = true
         assert_eq!(line_of(text, "features", "", None), 3);
         assert_eq!(line_of(text, "dependencies", "float8", None), 9);
         assert_eq!(line_of(text, "features", "nope", None), 0);
+        assert_eq!(line_of("[package]\nname = \"x\"\nedition.workspace = true\n", "package", "edition", None), 3);
     }
 
     #[test]
