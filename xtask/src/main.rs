@@ -10,11 +10,15 @@
 //! * `rocm-root` provisions a pinned ROCm release in a sid root (`rocm_root`);
 //!   `rocm-backend` builds, links and tests the generated packages there and
 //!   checks their imports against the release's libraries (`rocm_backend`, `rocm_abi`).
+//! * `releases` runs every Candle release from 0.9.0 (and checkouts) through
+//!   regen, the kernels' build and the backend's type check (`releases`,
+//!   `checkout_shape`).
 //! * `bench` times regen and the kernel build and renders BENCHMARKS.md (`bench`).
 
 mod bench;
 mod build_kernels;
 mod example_parity;
+mod checkout_shape;
 mod fingerprint;
 mod gpu_bundle;
 mod hipify;
@@ -22,6 +26,7 @@ mod kernel_warnings;
 mod manifest;
 mod parity;
 mod regen;
+mod releases;
 mod rocm_abi;
 mod rocm_backend;
 mod rocm_root;
@@ -29,6 +34,7 @@ mod steps;
 mod test_artifacts;
 mod tree;
 mod upstream;
+mod workspace_manifest;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,6 +68,9 @@ enum Command {
     /// Build, link and test generated candle-core and candle-nn (feature rocm) inside a ROCm release's root,
     /// and check every ROCm symbol the binaries import against that release's libraries.
     RocmBackend(rocm_backend::BackendArgs),
+    /// Every Candle release from 0.9.0 through the pin (and checkouts) through regen, the kernels' AMD build and
+    /// the backend's type check: one table row each.
+    Releases(releases::ReleasesArgs),
     /// Benchmarks: regen speed, kernel build time, and BENCHMARKS.md from the result files.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -83,6 +92,7 @@ fn main() -> ExitCode {
         Command::GpuBundle(args) => gpu_bundle::run(args),
         Command::RocmRoot(args) => rocm_root::run(args),
         Command::RocmBackend(args) => rocm_backend::run(args),
+        Command::Releases(args) => releases::run(args),
         Command::Bench(command) => bench::run(command),
     };
     match result {

@@ -121,6 +121,22 @@ fn an_unknown_release_is_refused() {
 }
 
 #[test]
+fn the_release_table_names_a_missing_release_and_a_checkout_without_candle_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = checkout(dir.path(), &[("ok.cu", "extern \"C\" __global__ void k() {}\n")]);
+    std::fs::remove_dir_all(src.join("candle-kernels")).unwrap();
+    let work = dir.path().join("work");
+    let run = xtask(&["releases", "--only", "--versions", "0.9.99", "--candle-src", src.to_str().unwrap(), "--regen-only", "--work", work.to_str().unwrap()], &[]);
+    assert_eq!(run.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.contains("\terror: ")).collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert!(rows[0].starts_with("0.9.99\terror: candle-kernels 0.9.99 is not on crates.io ("), "{stdout}");
+    assert!(rows[1].contains("\terror: ") && rows[1].contains("is not a Candle checkout: missing candle-kernels/src"), "{stdout}");
+    assert_eq!(String::from_utf8_lossy(&run.stderr).trim(), "2 of 2 rows not green");
+}
+
+#[test]
 fn missing_hipcc_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let err = stderr_line(&xtask(&["build-kernels", "--out", dir.path().to_str().unwrap()], &[("PATH", "/nonexistent"), ("ROCM_PATH", "/nonexistent"), ("HIP_PATH", "/nonexistent")]));

@@ -125,6 +125,22 @@ pub const UNMIRRORABLE_FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
     ("candle-ug?/cuda", "ug's CUDA backend compiles its kernels at run time with NVRTC; ug has no ROCm backend, so custom ug kernels stay CPU/CUDA/Metal-only"),
     ("ug-cuda", "ug's CUDA backend compiles its kernels at run time with NVRTC; ug has no ROCm backend"),
     ("dep:cudaforge", "cudaforge compiles the custom-ops example's CUDA kernel to PTX with nvcc in candle-examples' build script; that example's kernel has no HIP build, so its custom op runs on the CPU only"),
+    ("dep:ug-cuda", "ug's CUDA backend compiles its kernels at run time with NVRTC; ug has no ROCm backend"),
+];
+
+/// Crates whose types the backend keeps in device memory: upstream's `cuda`
+/// feature turns on their `cuda` feature (cudarc's `DeviceRepr` and
+/// `ValidAsZeroBits` for `float8::F8E4M3`), the HIP layer implements its own
+/// traits for them. Rows: (crate, major.minor of upstream's requirement,
+/// the HIP layer feature that implements the traits for that version; empty:
+/// always implemented). The ROCm twin of a feature that turns on the HIP
+/// layer also turns on the feature matching upstream's requirement; a version
+/// not listed is an error naming the manifest line.
+pub const DEVICE_TYPE_CRATES: &[(&str, &str, &str)] = &[
+    ("float8", "0.7", ""),
+    ("float8", "0.6", "candle-rocm-hip/float8-0_6"),
+    ("float8", "0.5", "candle-rocm-hip/float8-0_5"),
+    ("float8", "0.4", "candle-rocm-hip/float8-0_4"),
 ];
 
 /// Source files kept as upstream wrote them, without ROCm twins: (path in

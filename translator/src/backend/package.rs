@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use super::mapping::{FEATURE_DEPENDENCIES, UNMIRRORABLE_FEATURES, UNMIRRORABLE_FEATURE_DEPENDENCIES, UNMIRRORED_CANDLE_DEPENDENTS};
+use super::mapping::{DEVICE_TYPE_CRATES, FEATURE_DEPENDENCIES, UNMIRRORABLE_FEATURES, UNMIRRORABLE_FEATURE_DEPENDENCIES, UNMIRRORED_CANDLE_DEPENDENTS};
 use super::twins::is_cuda_ident;
 use super::{rules, Gap};
 use crate::TranslateError;
@@ -44,7 +44,11 @@ pub struct MirroredManifest {
 /// `label` names the source in the header; `has_file` says whether a
 /// `[[test]]` target's file is part of the mirrored package.
 pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackagePaths, has_file: &dyn Fn(&str) -> bool) -> Result<MirroredManifest, TranslateError> {
-    let mut table: toml::Table = manifest.parse().map_err(|e: toml::de::Error| TranslateError::unsupported(file, 0, "Cargo.toml", format!("does not parse: {e}")))?;
+    let mut table: toml::Table = manifest.parse().map_err(|e: toml::de::Error| {
+        let line = e.span().map_or(1, |s| line_at(manifest, s.start));
+        TranslateError::unsupported(file, line, "Cargo.toml", format!("does not parse: {}", e.message()))
+    })?;
+    let device_type_features = device_type_features(file, manifest, &table)?;
     let mut gaps = Vec::new();
     let mut twinned_features = 0;
     let mut new_deps: Vec<String> = Vec::new();
@@ -52,8 +56,9 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
     if let Some(features) = table.get_mut("features").and_then(|f| f.as_table_mut()) {
         let originals: Vec<(String, toml::Value)> = features.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         for (name, value) in originals {
+            let key_line = line_of(manifest, "features", &name, None);
             if let Some((_, reason)) = UNMIRRORABLE_FEATURES.iter().find(|(f, _)| *f == name) {
-                gaps.push(Gap::new(file, 0, &format!("feature `{name}`"), &name, reason));
+                gaps.push(Gap::new(file, key_line, &format!("feature `{name}`"), &name, reason));
                 continue;
             }
             if !is_cuda_ident(&name) {
@@ -62,18 +67,22 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
             let (twin_name, _) = rules::rename(&name);
             let mut twin_values = Vec::new();
             for v in value.as_array().into_iter().flatten() {
-                let v = v.as_str().ok_or_else(|| TranslateError::unsupported(file, 0, &format!("feature `{name}`"), "a feature value is not a string"))?;
+                let v = v.as_str().ok_or_else(|| TranslateError::unsupported(file, key_line, &format!("feature `{name}`"), "a feature value is not a string"))?;
+                let line = line_of(manifest, "features", &name, Some(v));
                 let mapped = if let Some((_, to)) = FEATURE_DEPENDENCIES.iter().find(|(from, _)| *from == v) {
                     to.to_string()
                 } else if UNMIRRORABLE_FEATURES.iter().any(|(f, _)| *f == v) {
                     continue;
                 } else if let Some((_, reason)) = UNMIRRORABLE_FEATURE_DEPENDENCIES.iter().find(|(d, _)| *d == v) {
-                    gaps.push(Gap::new(file, 0, &format!("feature `{name}` = \"{v}\""), v, reason));
+                    gaps.push(Gap::new(file, line, &format!("feature `{name}` = \"{v}\""), v, reason));
+                    continue;
+                } else if v.strip_suffix("/cuda").is_some_and(|c| DEVICE_TYPE_CRATES.iter().any(|(k, _, _)| *k == c)) {
+                    // `float8/cuda`: the HIP layer's traits for that crate, chosen by version below
                     continue;
                 } else if is_cuda_ident(v) && features_contains(&table_features(manifest), v) {
                     rules::rename(v).0
                 } else if is_cuda_ident(v) {
-                    return Err(TranslateError::unsupported(file, 0, &format!("feature `{name}` = \"{v}\""), "no ROCm counterpart for this feature dependency: add it to mapping::FEATURE_DEPENDENCIES"));
+                    return Err(TranslateError::unsupported(file, line, &format!("feature `{name}` = \"{v}\""), "no ROCm counterpart for this feature dependency: add it to mapping::FEATURE_DEPENDENCIES"));
                 } else {
                     v.to_string()
                 };
@@ -82,14 +91,17 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
                 }
                 twin_values.push(toml::Value::String(mapped));
             }
+            if twin_values.iter().any(|v| v.as_str() == Some("dep:candle-rocm-hip")) {
+                twin_values.extend(device_type_features.iter().map(|f| toml::Value::String(f.clone())));
+            }
             features.insert(twin_name, toml::Value::Array(twin_values));
             twinned_features += 1;
         }
     }
 
-    let deps = table.entry("dependencies").or_insert_with(|| toml::Value::Table(toml::Table::new())).as_table_mut().ok_or_else(|| TranslateError::unsupported(file, 0, "[dependencies]", "is not a table"))?;
+    let deps = table.entry("dependencies").or_insert_with(|| toml::Value::Table(toml::Table::new())).as_table_mut().ok_or_else(|| TranslateError::unsupported(file, line_of(manifest, "dependencies", "", None), "[dependencies]", "is not a table"))?;
     for dep in new_deps {
-        let path = paths.rocm_crates.get(&dep).ok_or_else(|| TranslateError::unsupported(file, 0, &format!("dep:{dep}"), "no path for this ROCm crate"))?;
+        let path = paths.rocm_crates.get(&dep).ok_or_else(|| TranslateError::unsupported(file, line_of(manifest, "features", "", None), &format!("dep:{dep}"), "no path for this ROCm crate"))?;
         let mut spec = toml::Table::new();
         spec.insert("path".into(), toml::Value::String(path.clone()));
         spec.insert("optional".into(), toml::Value::Boolean(true));
@@ -108,15 +120,20 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
     add_sibling_patches(&mut table, paths);
     table.remove("bench");
     // tests and examples whose files the mirrored package carries stay
-    for targets in ["test", "example"] {
+    for (targets, dir) in [("test", "tests"), ("example", "examples")] {
         if let Some(list) = table.get_mut(targets).and_then(|t| t.as_array_mut()) {
-            list.retain(|t| t.get("path").and_then(|p| p.as_str()).is_some_and(has_file));
+            // a target without `path` (a checkout's manifest) is where cargo looks for it
+            list.retain(|t| match (t.get("path").and_then(|p| p.as_str()), t.get("name").and_then(|n| n.as_str())) {
+                (Some(path), _) => has_file(path),
+                (None, Some(name)) => has_file(&format!("{dir}/{name}.rs")) || has_file(&format!("{dir}/{name}/main.rs")),
+                (None, None) => false,
+            });
         }
     }
     if table.get("example").and_then(|e| e.as_array()).is_some_and(|e| e.is_empty()) {
         table.remove("example");
     }
-    let body = toml::to_string(&table).map_err(|e| TranslateError::unsupported(file, 0, "Cargo.toml", format!("does not serialize: {e}")))?;
+    let body = toml::to_string(&table).map_err(|e| TranslateError::unsupported(file, 1, "Cargo.toml", format!("does not serialize: {e}")))?;
     let text = format!("# Generated by `cargo xtask regen` from {label} (Cargo.toml, with ROCm features). Do not edit: fix the translator rule instead.\n{body}");
     Ok(MirroredManifest { text, gaps, twinned_features })
 }
@@ -147,6 +164,92 @@ fn add_sibling_patches(table: &mut toml::Table, paths: &PackagePaths) {
     let mut patch = toml::Table::new();
     patch.insert("crates-io".into(), toml::Value::Table(patches));
     table.insert("patch".into(), toml::Value::Table(patch));
+}
+
+/// The HIP layer features that implement its device traits for the
+/// versions of [`DEVICE_TYPE_CRATES`] upstream depends on (float8 0.6 →
+/// `candle-rocm-hip/float8-0_6`); a version the HIP layer has no
+/// implementation for is an error at the dependency's line.
+fn device_type_features(file: &str, manifest: &str, table: &toml::Table) -> Result<Vec<String>, TranslateError> {
+    let mut found = Vec::new();
+    let mut crates: Vec<&str> = DEVICE_TYPE_CRATES.iter().map(|(c, _, _)| *c).collect();
+    crates.dedup();
+    for krate in crates {
+        let Some(spec) = table.get("dependencies").and_then(|d| d.get(krate)) else { continue };
+        let req = match spec {
+            toml::Value::String(s) => s.as_str(),
+            other => other.get("version").and_then(|v| v.as_str()).unwrap_or(""),
+        };
+        let line = line_of(manifest, &format!("dependencies.{krate}"), "version", None).max(line_of(manifest, "dependencies", krate, None));
+        let major_minor = major_minor(req);
+        match DEVICE_TYPE_CRATES.iter().find(|(c, v, _)| *c == krate && Some(*v) == major_minor.as_deref()) {
+            Some((_, _, "")) => {}
+            Some((_, _, feature)) => found.push(feature.to_string()),
+            None => {
+                let known: Vec<&str> = DEVICE_TYPE_CRATES.iter().filter(|(c, _, _)| *c == krate).map(|(_, v, _)| *v).collect();
+                return Err(TranslateError::unsupported(
+                    file,
+                    line,
+                    &format!("dependency {krate} = \"{req}\""),
+                    format!("the HIP layer implements its device traits for {krate} {} only: add the version to rocm-runtime/hip and mapping::DEVICE_TYPE_CRATES", known.join(", ")),
+                ));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// `"0.6.0"`, `"^0.6"`, `"=0.6.1"` → `"0.6"`.
+fn major_minor(req: &str) -> Option<String> {
+    let req = req.trim().trim_start_matches(['^', '=', '~', ' ']);
+    let mut parts = req.split('.');
+    let (major, minor) = (parts.next()?, parts.next().unwrap_or("0"));
+    (major.chars().all(|c| c.is_ascii_digit()) && minor.chars().all(|c| c.is_ascii_digit()) && !major.is_empty()).then(|| format!("{major}.{minor}"))
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_at(text: &str, offset: usize) -> u32 {
+    text[..offset.min(text.len())].matches('\n').count() as u32 + 1
+}
+
+/// The line (1-based) where table `section` (`features`, `dependencies.float8`)
+/// sets `key` (the table's header when `key` is empty), or with `value`, the
+/// first line from there naming `"value"`; 0 when the manifest has no such key.
+pub fn line_of(text: &str, section: &str, key: &str, value: Option<&str>) -> u32 {
+    let mut current = String::new();
+    let mut key_line = 0;
+    for (i, line) in text.lines().enumerate() {
+        let n = i as u32 + 1;
+        let t = line.trim();
+        if t.starts_with('[') {
+            if key_line > 0 {
+                break;
+            }
+            current = t.trim_start_matches('[').split(']').next().unwrap_or("").trim().replace(['"', ' '], "");
+            if current == section && key.is_empty() {
+                return n;
+            }
+            continue;
+        }
+        if current != section {
+            continue;
+        }
+        if key_line == 0 {
+            let k = t.split('=').next().unwrap_or("").trim().trim_matches(['"', '\'']);
+            // `key = ...`, or dotted: `key.workspace = true`
+            if t.contains('=') && (k == key || k.strip_prefix(key).is_some_and(|rest| rest.starts_with('.'))) {
+                key_line = n;
+            } else {
+                continue;
+            }
+        }
+        match value {
+            None => return key_line,
+            Some(v) if line.contains(&format!("\"{v}\"")) || line.contains(&format!("'{v}'")) => return n,
+            Some(_) => {}
+        }
+    }
+    key_line
 }
 
 fn table_features(manifest: &str) -> Vec<String> {
@@ -218,6 +321,49 @@ optional = true
         assert_eq!(t["dependencies"]["candle"]["path"].as_str(), Some("../candle-core"));
         assert_eq!(t["dependencies"]["candle"]["version"].as_str(), Some("0.11.1"));
         assert_eq!(t["features"]["rocm"].as_array().unwrap()[0].as_str(), Some("candle/rocm"));
+    }
+
+    /// 0.9.2's shape: a `float8/cuda` feature dependency on line 9, float8 0.6.
+    const CORE_0_9_2: &str = "[package]\nname = \"candle-core\"\nversion = \"0.9.2\"\n\n[features]\ncuda = [\n    \"cudarc\",\n    \"dep:candle-kernels\",\n    \"float8/cuda\",\n    \"dep:ug-cuda\",\n]\ncudnn = [\"cuda\"]\n\n[dependencies.float8]\nversion = \"0.6.0\"\n";
+
+    #[test]
+    fn float8_cuda_turns_on_the_hip_traits_of_upstreams_float8_version() {
+        let m = mirror_manifest("Cargo.toml", "candle-core 0.9.2", CORE_0_9_2, &paths(), &|_| true).unwrap();
+        let t: toml::Table = m.text.parse().unwrap();
+        let rocm: Vec<_> = t["features"]["rocm"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert_eq!(rocm, ["dep:candle-rocm-hip", "dep:candle-rocm-kernels", "candle-rocm-hip/float8-0_6"]);
+        // float8 0.7: the HIP layer always implements it, no feature
+        let v07 = CORE_0_9_2.replace("0.6.0", "0.7.0");
+        let t: toml::Table = mirror_manifest("Cargo.toml", "x", &v07, &paths(), &|_| true).unwrap().text.parse().unwrap();
+        assert_eq!(t["features"]["rocm"].as_array().unwrap().len(), 2);
+        // a version the HIP layer lacks: an error at the version's line
+        let v03 = CORE_0_9_2.replace("0.6.0", "0.3.0");
+        let e = mirror_manifest("Cargo.toml", "x", &v03, &paths(), &|_| true).unwrap_err().to_string();
+        assert!(e.starts_with("Cargo.toml:15:") && e.contains("float8 0.7, 0.6"), "{e}");
+    }
+
+    #[test]
+    fn diagnostics_name_the_manifest_line() {
+        let m = mirror_manifest("Cargo.toml", "candle-core 0.9.2", CORE_0_9_2, &paths(), &|_| true).unwrap();
+        let lines: Vec<(u32, &str)> = m.gaps.iter().map(|g| (g.line, g.feature.as_str())).collect();
+        assert_eq!(lines, [(10, "dep:ug-cuda"), (12, "cudnn")]);
+        let bad = CORE_0_9_2.replace("\"float8/cuda\"", "\"foo-cuda/cuda\"");
+        let e = mirror_manifest("Cargo.toml", "x", &bad, &paths(), &|_| true).unwrap_err().to_string();
+        assert!(e.starts_with("Cargo.toml:9: feature `cuda` = \"foo-cuda/cuda\""), "{e}");
+        let e = mirror_manifest("Cargo.toml", "x", "[package]\nname = \"x\"\n\n[features\n", &paths(), &|_| true).unwrap_err().to_string();
+        assert!(e.starts_with("Cargo.toml:4:"), "{e}");
+    }
+
+    #[test]
+    fn lines_of_keys_and_values() {
+        let text = "[package]\nname = \"x\"\n[features]\ncuda = [\"a\", \"b\"]\nmetal = [\n  \"c\",\n]\n[dependencies]\nfloat8 = \"0.6\"\n";
+        assert_eq!(line_of(text, "features", "cuda", Some("b")), 4);
+        assert_eq!(line_of(text, "features", "metal", Some("c")), 6);
+        assert_eq!(line_of(text, "features", "metal", None), 5);
+        assert_eq!(line_of(text, "features", "", None), 3);
+        assert_eq!(line_of(text, "dependencies", "float8", None), 9);
+        assert_eq!(line_of(text, "features", "nope", None), 0);
+        assert_eq!(line_of("[package]\nname = \"x\"\nedition.workspace = true\n", "package", "edition", None), 3);
     }
 
     #[test]

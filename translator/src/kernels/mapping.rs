@@ -272,6 +272,18 @@ pub const CALL_RENAMES: &[(&str, &str)] = &[
     ("atomicMin", "candle_atomic_min"),
 ];
 
+/// Overloads of a [`CALL_RENAMES`] function that upstream defines itself for
+/// old NVIDIA arches and the compat header provides on AMD (rule
+/// `compat-overloads`): (function, type its first parameter points to, why).
+/// Such a definition is removed: renamed by `call-renames` it would be a
+/// second definition of the compat overload. A definition of a renamed
+/// function not listed here is an error, never a clash left to hipcc.
+pub const COMPAT_OVERLOADS: &[(&str, &str, &str)] = &[(
+    "atomicAdd",
+    "__half",
+    "16-bit atomicAdd: compat candle_atomic_add(__half*) (a CAS on the 32-bit word); upstream's pre-sm_70 overload (an empty stub in candle 0.9.x) is kept by arch-guards' `< 700` row",
+)];
+
 /// Arguments hipify-perl wraps in `reinterpret_cast<const void*>(...)`:
 /// (function after renaming, argument index). The cast is removed again.
 pub const HIPIFY_CASTS: &[(&str, usize)] = &[("candle_func_set_attribute", 0)];

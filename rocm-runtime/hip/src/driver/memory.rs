@@ -83,6 +83,16 @@ impl HipStream {
         Ok(dst)
     }
 
+    /// cudarc 0.16's name of [`Self::clone_htod`] (candle 0.9.0 and 0.9.1 call it).
+    pub fn memcpy_stod<T: DeviceRepr, Src: HostSlice<T> + ?Sized>(self: &Arc<Self>, src: &Src) -> Result<HipSlice<T>, HipError> {
+        self.clone_htod(src)
+    }
+
+    /// cudarc 0.16's name of [`Self::clone_dtoh`] (candle 0.9.0 and 0.9.1 call it).
+    pub fn memcpy_dtov<T: DeviceRepr, Src: DevicePtr<T>>(self: &Arc<Self>, src: &Src) -> Result<Vec<T>, HipError> {
+        self.clone_dtoh(src)
+    }
+
     /// Copies host data into the start of `dst` (which must be at least as long).
     pub fn memcpy_htod<T: DeviceRepr, Src: HostSlice<T> + ?Sized, Dst: DevicePtrMut<T>>(
         self: &Arc<Self>,

@@ -23,6 +23,12 @@ macro_rules! impl_plain {
 }
 impl_plain!(bool, i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64);
 impl_plain!(half::f16, half::bf16, float8::F8E4M3, float8::F8E5M2);
+#[cfg(feature = "float8-0_6")]
+impl_plain!(float8_0_6::F8E4M3, float8_0_6::F8E5M2);
+#[cfg(feature = "float8-0_5")]
+impl_plain!(float8_0_5::F8E4M3, float8_0_5::F8E5M2);
+#[cfg(feature = "float8-0_4")]
+impl_plain!(float8_0_4::F8E4M3, float8_0_4::F8E5M2);
 unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
 unsafe impl<T: ValidAsZeroBits, const N: usize> ValidAsZeroBits for [T; N] {}
 

@@ -6,6 +6,7 @@
 
 mod arch_guards;
 mod call_renames;
+mod compat_overloads;
 mod fold_conditionals;
 mod hipify_casts;
 mod host_arch;
@@ -63,6 +64,7 @@ pub const PIPELINE: &[Rule] = &[
     Rule { name: "inline-asm", apply: inline_asm::apply },
     Rule { name: "warp-sync-intrinsics", apply: warp_sync::apply },
     Rule { name: "names", apply: names::apply },
+    Rule { name: "compat-overloads", apply: compat_overloads::apply },
     Rule { name: "call-renames", apply: call_renames::apply },
     Rule { name: "hipify-casts", apply: hipify_casts::apply },
     Rule { name: "residue-check", apply: residue::apply },

@@ -20,6 +20,11 @@ pub fn prev_significant(tokens: &[Token], i: usize) -> Option<usize> {
 
 /// Index of the `)` matching the `(` at `open`.
 pub fn matching_paren(tokens: &[Token], open: usize) -> Option<usize> {
+    matching_close(tokens, open).filter(|&j| tokens[j].is_punct(")"))
+}
+
+/// Index of the bracket (`)`, `]` or `}`) that closes the one at `open`.
+pub fn matching_close(tokens: &[Token], open: usize) -> Option<usize> {
     let mut depth = 0usize;
     for (j, t) in tokens.iter().enumerate().skip(open) {
         if t.kind != TokenKind::Punct {
@@ -30,7 +35,7 @@ pub fn matching_paren(tokens: &[Token], open: usize) -> Option<usize> {
             ")" | "]" | "}" => {
                 depth = depth.checked_sub(1)?;
                 if depth == 0 {
-                    return (t.text == ")").then_some(j);
+                    return Some(j);
                 }
             }
             _ => {}
