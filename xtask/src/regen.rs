@@ -210,7 +210,7 @@ mod tests {
             std::fs::create_dir_all(&root).unwrap();
             CrateSource { name: name.into(), version: "1.2.3".into(), root, license: "MIT".into(), repository: String::new() }
         };
-        Upstream { origin: Origin::CratesIo, kernels: c("candle-kernels"), core: c("candle-core"), nn: c("candle-nn"), transformers: c("candle-transformers"), examples: c("candle-examples") }
+        Upstream { origin: Origin::CratesIo, kernels: c("candle-kernels"), core: c("candle-core"), nn: c("candle-nn"), transformers: Some(c("candle-transformers")), examples: Some(c("candle-examples")) }
     }
 
     /// A stand-in for the translator: the identity on `.cu` files.

@@ -134,13 +134,22 @@ pub fn candle_nn(input: &StepInput) -> Result<StepOutput> {
 /// candle-transformers → `generated/candle-transformers/` (models whose
 /// fast paths are chosen with `cfg!(feature = "cuda")` and `is_cuda()`).
 pub fn candle_transformers(input: &StepInput) -> Result<StepOutput> {
-    mirror_package(input, &input.upstream.transformers, "candle-transformers", &LIBRARY)
+    mirror_optional(input, input.upstream.transformers.as_ref(), "candle-transformers", &LIBRARY)
 }
 
 /// candle-examples → `generated/candle-examples/`: the library
 /// (`candle_examples::device()`) and every example program.
 pub fn candle_examples(input: &StepInput) -> Result<StepOutput> {
-    mirror_package(input, &input.upstream.examples, "candle-examples", &EXAMPLES)
+    mirror_optional(input, input.upstream.examples.as_ref(), "candle-examples", &EXAMPLES)
+}
+
+/// A package the release may not have published: mirrored when it did,
+/// a line in the report when not.
+fn mirror_optional(input: &StepInput, krate: Option<&CrateSource>, step: &'static str, shape: &PackageShape) -> Result<StepOutput> {
+    match krate {
+        Some(krate) => mirror_package(input, krate, step, shape),
+        None => Ok(StepOutput { name: step, notes: vec![format!("{step}: not published for this release: no generated/{step}/")], ..Default::default() }),
+    }
 }
 
 /// What a mirrored package carries of its upstream package.

@@ -78,25 +78,28 @@ pub struct Upstream {
     pub kernels: CrateSource,
     pub core: CrateSource,
     pub nn: CrateSource,
-    pub transformers: CrateSource,
-    pub examples: CrateSource,
+    /// candle-transformers and candle-examples: not published for every
+    /// release (candle-examples 0.9.0 is not on crates.io), so they are
+    /// mirrored when the release has them.
+    pub transformers: Option<CrateSource>,
+    pub examples: Option<CrateSource>,
 }
 
 impl Upstream {
     /// The upstream crates, in the order the manifest and NOTICE list them.
-    pub fn crates(&self) -> [&CrateSource; 5] {
-        [&self.kernels, &self.core, &self.nn, &self.transformers, &self.examples]
+    pub fn crates(&self) -> Vec<&CrateSource> {
+        [Some(&self.kernels), Some(&self.core), Some(&self.nn), self.transformers.as_ref(), self.examples.as_ref()].into_iter().flatten().collect()
     }
 
     /// The crates mirrored as whole packages (all but candle-kernels, whose
     /// translation is generated/kernels/).
-    pub fn packages(&self) -> [&CrateSource; 4] {
-        [&self.core, &self.nn, &self.transformers, &self.examples]
+    pub fn packages(&self) -> Vec<&CrateSource> {
+        self.crates().into_iter().skip(1).collect()
     }
 
     /// One line for the run report.
     pub fn describe(&self) -> String {
-        let crates = self.crates().map(|c| format!("{} {}", c.name, c.version)).join(" + ");
+        let crates = self.crates().iter().map(|c| format!("{} {}", c.name, c.version)).collect::<Vec<_>>().join(" + ");
         match &self.origin {
             Origin::CratesIo => format!("{crates} (crates.io, from the cargo registry)"),
             Origin::Checkout(dir) => format!("{crates} (checkout {})", dir.display()),
@@ -107,15 +110,29 @@ impl Upstream {
 /// The crates.io release `version`.
 pub fn from_registry(pin: &CandlePin, version: &str) -> Result<Upstream> {
     let names = pin.crate_names();
-    if names.iter().any(|n| registry_dir(n, version).is_none()) {
-        fetch(&names, version)?;
+    let (required, optional) = names.split_at(3);
+    if required.iter().any(|n| registry_dir(n, version).is_none()) {
+        fetch(required, version)?;
     }
-    let mut found = names.iter().map(|n| {
+    let read = |n: &str| -> Result<CrateSource> {
         let dir = registry_dir(n, version).with_context(|| format!("{n} {version} is not in the cargo registry after cargo fetch"))?;
         read_crate(&dir, None)
-    });
-    let [kernels, core, nn, transformers, examples] = [(); 5].map(|_| found.next().expect("five crates"));
-    Ok(Upstream { origin: Origin::CratesIo, kernels: kernels?, core: core?, nn: nn?, transformers: transformers?, examples: examples? })
+    };
+    let mut found = Vec::new();
+    for n in optional {
+        found.push(match registry_dir(n, version) {
+            Some(_) => Some(read(n)?),
+            None => match fetch(&[n], version) {
+                Ok(()) => Some(read(n)?),
+                // a release that did not publish this crate has no such package
+                Err(e) if e.to_string().contains("failed to select a version") => None,
+                Err(e) => return Err(e),
+            },
+        });
+    }
+    let examples = found.pop().flatten();
+    let transformers = found.pop().flatten();
+    Ok(Upstream { origin: Origin::CratesIo, kernels: read(required[0])?, core: read(required[1])?, nn: read(required[2])?, transformers, examples })
 }
 
 /// A Candle git checkout (its `candle-kernels/` and `candle-core/`).
@@ -128,15 +145,24 @@ pub fn from_checkout(pin: &CandlePin, dir: &Path) -> Result<Upstream> {
         bail!("{} is not a Candle checkout: no .cu files in {}/src", dir.display(), pin.kernels_crate);
     }
     let names = pin.crate_names();
-    for name in &names[1..] {
+    for name in &names[1..3] {
         if !dir.join(name).join("Cargo.toml").is_file() {
             bail!("{} is not a Candle checkout: missing {name}/Cargo.toml", dir.display());
         }
     }
     let workspace_manifest = dir.join("Cargo.toml");
     let workspace = std::fs::read_to_string(&workspace_manifest).ok().and_then(|t| t.parse::<toml::Table>().ok());
-    let [kernels, core, nn, transformers, examples] = names.map(|name| read_crate(&dir.join(name), workspace.as_ref()));
-    Ok(Upstream { origin: Origin::Checkout(dir.to_path_buf()), kernels: kernels?, core: core?, nn: nn?, transformers: transformers?, examples: examples? })
+    let read = |name: &str| read_crate(&dir.join(name), workspace.as_ref());
+    // candle-transformers and candle-examples are mirrored when the checkout has them
+    let optional = |name: &str| if dir.join(name).join("Cargo.toml").is_file() { read(name).map(Some) } else { Ok(None) };
+    Ok(Upstream {
+        origin: Origin::Checkout(dir.to_path_buf()),
+        kernels: read(names[0])?,
+        core: read(names[1])?,
+        nn: read(names[2])?,
+        transformers: optional(names[3])?,
+        examples: optional(names[4])?,
+    })
 }
 
 impl CandlePin {

@@ -125,6 +125,7 @@ pub const UNMIRRORABLE_FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
     ("candle-ug?/cuda", "ug's CUDA backend compiles its kernels at run time with NVRTC; ug has no ROCm backend, so custom ug kernels stay CPU/CUDA/Metal-only"),
     ("ug-cuda", "ug's CUDA backend compiles its kernels at run time with NVRTC; ug has no ROCm backend"),
     ("dep:cudaforge", "cudaforge compiles the custom-ops example's CUDA kernel to PTX with nvcc in candle-examples' build script; that example's kernel has no HIP build, so its custom op runs on the CPU only"),
+    ("dep:bindgen_cuda", "bindgen_cuda (cudaforge's predecessor, candle-examples up to 0.9.x) compiles the custom-ops example's CUDA kernel to PTX with nvcc; that kernel has no HIP build, so its custom op runs on the CPU only"),
     ("dep:ug-cuda", "ug's CUDA backend compiles its kernels at run time with NVRTC; ug has no ROCm backend"),
 ];
 
