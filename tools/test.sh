@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.."
 # the generated packages and the scratch project are workspaces of their own:
 # one target directory for all of them (target/generated, which cargo xtask
 # releases uses) shares their dependencies
+gen_target="$PWD/target/generated"
 
 echo "== generated/ is what the pinned release gives"
 cargo xtask regen --check
@@ -43,9 +44,22 @@ RUST_BACKTRACE=0 bash hip-on-cuda/run-gpu-tests.sh
 echo "== other inputs through the release table (cargo xtask releases; README 'Every Candle release'): the translator is not tuned to one release."
 echo "   A checkout-shaped tree (0.10.2's crates.io sources in their workspace form, no git clone): regen --candle-src resolves the"
 echo "   inherited manifest keys, its kernels compile for gfx1030 with the host hipcc, its candle-core and candle-nn type-check."
-echo "   The oldest release, 0.9.0 (no static-library launchers): regen and its kernels (its backend check is not green yet: ug, see README)."
+echo "   The oldest release, 0.9.0 (no static-library launchers, ug always on): regen, its kernels, its backend check."
 cargo xtask releases --only --checkout-of 0.10.2 --arch gfx1030 --work "$tmp/releases"
-cargo xtask releases --only --versions 0.9.0 --no-backend --arch gfx1030 --work "$tmp/releases"
+cargo xtask releases --only --versions 0.9.0 --arch gfx1030 --work "$tmp/releases"
+
+echo "== generated candle-examples: every example built with --features rocm and the example features that need no CUDA"
+echo "   (kernels for gfx1030 with the host's hipcc). Left out: depth_anything_v2 and pyo3 (reinforcement-learning), whose"
+echo "   example code does not compile upstream either with upstream's own Cargo.lock (enterpolation 0.3.0 has no Generator,"
+echo "   pyo3 0.29 no PyObject/IntoPy); buildtime-download (downloads from the hub while building)"
+examples_features=rocm,symphonia,candle-datasets,onnx,tekken,rubato,pdf2image,microphone,encodec,mimi,snac
+CARGO_PROFILE_DEV_DEBUG=0 CARGO_INCREMENTAL=0 CANDLE_ROCM_ARCHS=gfx1030 SKIP_BINDGEN=1 \
+  cargo build --manifest-path generated/candle-examples/Cargo.toml --features "$examples_features" --examples \
+  --target-dir "$gen_target"
+built=$(find "$gen_target/debug/examples" -maxdepth 1 -type f -executable -regextype posix-extended ! -regex '.*-[0-9a-f]{16}' | wc -l)
+echo "built $built example binaries"
+# 80 MB each: the binaries are not needed past this point
+rm -rf "$gen_target/debug/examples"
 
 echo "== unit, golden, CLI, AMD compile and kernel parity tests"
 cargo test --workspace -- --nocapture

@@ -153,6 +153,24 @@ pub const UNTWINNED_FILES: &[(&str, &str, &str)] = &[(
     "the example's own kernel (examples/custom-ops/kernels/layernorm_kernels.cu) is compiled to PTX by candle-examples' build script with cudaforge and loaded as a PTX string; it has no HIP build, so its custom op has no rocm_fwd and the example runs it on the CPU only",
 )];
 
+/// Upstream types whose impls get no ROCm twins because what they are built
+/// on has no ROCm backend: (type, feature, reason). Each impl is listed as a
+/// gap; with `rocm` the type behaves as in a build without CUDA.
+pub const UNTWINNED_ITEMS: &[(&str, &str, &str)] = &[(
+    "UgIOp1",
+    "ug",
+    "ug generates its kernels and compiles them at run time through its CUDA (NVRTC) and Metal backends; ug has no ROCm backend, so ug ops run where upstream runs them without CUDA",
+)];
+
+/// Names that mirrored code would use for a crate without a ROCm backend
+/// (`ug_cuda` → `ug_rocm`): a mirrored item naming one is left out and
+/// listed as a gap: (name, feature, reason).
+pub const NO_ROCM_BACKEND: &[(&str, &str, &str)] = &[(
+    "ug_rocm",
+    "ug",
+    "ug's kernel code generator has CUDA and Metal backends only; ug kernels cannot be compiled for ROCm (candle 0.9.x's CudaDevice::compile)",
+)];
+
 /// Upstream crates regen does not mirror that depend on crates.io
 /// candle-core (rule `package-patches`: a package depending on one gets a
 /// `[patch.crates-io]` to its generated siblings).

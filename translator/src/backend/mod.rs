@@ -195,6 +195,16 @@ impl VisitMut for Pruner<'_> {
         syn::visit_mut::visit_item_mod_mut(self, m);
     }
     fn visit_item_impl_mut(&mut self, i: &mut syn::ItemImpl) {
+        // a method built on a crate without a ROCm backend (`compile` through `ug_rocm`) goes
+        let file = self.file;
+        let gaps = &mut *self.gaps;
+        i.items.retain(|item| {
+            let Some((name, feature, reason)) = mapping::NO_ROCM_BACKEND.iter().find(|(name, _, _)| names_ident(item.to_token_stream(), name)) else { return true };
+            let line = item.to_token_stream().into_iter().next().map(|t| t.span().start().line as u32).unwrap_or(0);
+            gaps.push(Gap::new(file, line, &describe(item), feature, reason));
+            let _ = name;
+            false
+        });
         self.prune_vec(&mut i.items, |n| match n {
             syn::ImplItem::Const(x) => Some(&mut x.attrs),
             syn::ImplItem::Fn(x) => Some(&mut x.attrs),
@@ -244,6 +254,15 @@ impl VisitMut for Pruner<'_> {
         self.prune_punctuated(&mut s.fields, |x| Some(&mut x.attrs));
         syn::visit_mut::visit_expr_struct_mut(self, s);
     }
+}
+
+/// Does `tokens` contain the identifier `name`?
+fn names_ident(tokens: proc_macro2::TokenStream, name: &str) -> bool {
+    tokens.into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Ident(id) => id == name,
+        proc_macro2::TokenTree::Group(g) => names_ident(g.stream(), name),
+        _ => false,
+    })
 }
 
 /// How a file of the crate is handled.

@@ -26,7 +26,7 @@ use syn::visit_mut::VisitMut;
 use syn::{Arm, Attribute, ImplItem, Item, Pat, Stmt, TraitItem, UseTree, Variant};
 
 use super::cfg::{self, Verdict};
-use super::mapping::{CUDA_MARKERS, FOREIGN_BACKEND_VARIANTS, IDENTIFIERS};
+use super::mapping::{CUDA_MARKERS, FOREIGN_BACKEND_VARIANTS, IDENTIFIERS, UNTWINNED_ITEMS};
 use super::{rules, Gap};
 use crate::TranslateError;
 
@@ -402,7 +402,9 @@ impl TwinPass<'_> {
     fn twin_list<T: Twinnable + 'static>(&mut self, list: Vec<T>, mut specific: impl FnMut(&mut T) -> bool, mut recurse: impl FnMut(&mut Self, &mut T)) -> Vec<T> {
         let mut out = Vec::with_capacity(list.len());
         for mut node in list {
-            if specific(&mut node) {
+            if specific(&mut node) && self.merge_negative_cfg(&mut node) {
+                out.push(node);
+            } else if specific(&mut node) {
                 let mut twin = self.twin(&node);
                 node.complete_matches(&mut ExhaustiveTwins { own: "Cuda", other: "Rocm", counts: self.counts });
                 if let Some(t) = &mut twin {
@@ -422,6 +424,32 @@ impl TwinPass<'_> {
             }
         }
         out
+    }
+
+    /// Rule `negative-cfg-merge`: a fallback for builds without CUDA that
+    /// names nothing of CUDA itself (`#[cfg(not(any(feature = "cuda",
+    /// feature = "metal")))] { Ok(Self { name }) }`) is the fallback for
+    /// builds without any GPU backend: its cfg becomes `all(not(any(cuda,
+    /// metal)), not(any(rocm, metal)))` and it gets no twin (a twin would be a
+    /// second copy of the same code, compiled beside the first with `rocm`).
+    /// Returns whether the node was merged.
+    fn merge_negative_cfg<T: Twinnable>(&mut self, node: &mut T) -> bool {
+        let Some(attrs) = node.attrs_mut() else { return false };
+        let Some(i) = attrs.iter().position(|a| a.path().is_ident("cfg") && mentions_cuda(a.meta.to_token_stream())) else { return false };
+        let Ok(p) = attrs[i].parse_args::<syn::Meta>() else { return false };
+        if !matches!(&p, syn::Meta::List(l) if l.path.is_ident("not")) {
+            return false;
+        }
+        let saved = std::mem::take(attrs);
+        let body_names_cuda = mentions_cuda(node.to_token_stream());
+        *node.attrs_mut().expect("had attributes") = saved;
+        if body_names_cuda {
+            return false;
+        }
+        let Ok(q) = syn::parse2::<syn::Meta>(rules::rewrite(p.to_token_stream(), self.counts)) else { return false };
+        node.attrs_mut().expect("had attributes")[i] = syn::parse_quote!(#[cfg(all(#p, #q))]);
+        *self.counts.entry("negative-cfg-merge").or_default() += 1;
+        true
     }
 
     /// Rule `same-name-twins`: a twin that declares what the original
@@ -497,6 +525,14 @@ impl VisitMut for TwinPass<'_> {
     }
 
     fn visit_item_impl_mut(&mut self, i: &mut syn::ItemImpl) {
+        // rule `untwinned-items`: upstream items built on something without a ROCm backend
+        let self_ty = i.self_ty.to_token_stream().to_string();
+        if let Some((name, feature, reason)) = UNTWINNED_ITEMS.iter().find(|(name, _, _)| self_ty == *name) {
+            let construct = format!("impl {}for {name}", i.trait_.as_ref().map(|(_, p, _)| format!("{} ", p.to_token_stream())).unwrap_or_default());
+            self.gaps.push(Gap::new(self.file, Self::line_of(i), &construct, feature, reason));
+            *self.counts.entry("untwinned-items").or_default() += 1;
+            return;
+        }
         let list = std::mem::take(&mut i.items);
         i.items = self.twin_list(list, impl_item_is_cuda_specific, |s, n| s.visit_impl_item_mut(n));
     }
@@ -594,6 +630,15 @@ mod tests {
     fn twin(src: &str) -> String {
         let out = twin_file("t.rs", "test", src).unwrap();
         out.text.lines().skip(1).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn a_gpu_free_fallback_is_merged_not_twinned() {
+        let out = twin("fn new(name: &'static str) -> Result<Self> {\n    #[cfg(feature = \"cuda\")]\n    {\n        return Ok(Self { name, func: cuda_func() });\n    }\n    #[cfg(not(any(feature = \"cuda\", feature = \"metal\")))]\n    {\n        Ok(Self { name })\n    }\n}\n");
+        assert_eq!(out.matches("Ok(Self { name })").count(), 1, "{out}");
+        let flat: String = out.split_whitespace().collect();
+        assert!(flat.contains("#[cfg(all(not(any(feature=\"cuda\",feature=\"metal\")),not(any(feature=\"rocm\",feature=\"metal\"))))]{Ok(Self{name})}"), "{out}");
+        assert!(out.contains("rocm_func()"), "{out}");
     }
 
     #[test]
