@@ -199,10 +199,9 @@ impl VisitMut for Pruner<'_> {
         let file = self.file;
         let gaps = &mut *self.gaps;
         i.items.retain(|item| {
-            let Some((name, feature, reason)) = mapping::NO_ROCM_BACKEND.iter().find(|(name, _, _)| names_ident(item.to_token_stream(), name)) else { return true };
+            let Some((_, feature, reason)) = mapping::NO_ROCM_BACKEND.iter().find(|(name, _, _)| names_ident(item.to_token_stream(), name)) else { return true };
             let line = item.to_token_stream().into_iter().next().map(|t| t.span().start().line as u32).unwrap_or(0);
             gaps.push(Gap::new(file, line, &describe(item), feature, reason));
-            let _ = name;
             false
         });
         self.prune_vec(&mut i.items, |n| match n {
@@ -483,6 +482,13 @@ mod tests {
         assert_eq!(out.files["examples/custom-ops/main.rs"], custom);
         assert_eq!(out.gaps.len(), 1);
         assert_eq!((out.gaps[0].file.as_str(), out.gaps[0].line), ("examples/custom-ops/main.rs", 1));
+    }
+
+    #[test]
+    fn a_mirrored_method_on_a_crate_without_rocm_backend_is_a_gap() {
+        let out = mirror_file("device.rs", "t", "impl CudaDevice {\n    pub fn id(&self) -> u32 { 0 }\n    pub fn compile(&self) { ug_cuda::code_gen::gen(); }\n}\n").unwrap();
+        assert!(out.text.contains("pub fn id(&self)") && !out.text.contains("compile"), "{}", out.text);
+        assert_eq!((out.gaps.len(), out.gaps[0].feature.as_str(), out.gaps[0].line), (1, "ug", 3));
     }
 
     #[test]

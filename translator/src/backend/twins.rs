@@ -633,6 +633,15 @@ mod tests {
     }
 
     #[test]
+    fn impls_of_untwinned_items_keep_upstream_form_and_are_gaps() {
+        let src = "impl UgIOp1 {\n    #[cfg(feature = \"cuda\")]\n    fn cuda_fwd(&self) {}\n}\nimpl Other {\n    #[cfg(feature = \"cuda\")]\n    fn cuda_fwd(&self) {}\n}\n";
+        let out = twin_file("t.rs", "test", src).unwrap();
+        assert_eq!(out.text.matches("fn rocm_fwd").count(), 1, "{}", out.text);
+        assert_eq!(out.gaps.len(), 1);
+        assert_eq!((out.gaps[0].construct.as_str(), out.gaps[0].feature.as_str(), out.gaps[0].line), ("impl for UgIOp1", "ug", 1));
+    }
+
+    #[test]
     fn a_gpu_free_fallback_is_merged_not_twinned() {
         let out = twin("fn new(name: &'static str) -> Result<Self> {\n    #[cfg(feature = \"cuda\")]\n    {\n        return Ok(Self { name, func: cuda_func() });\n    }\n    #[cfg(not(any(feature = \"cuda\", feature = \"metal\")))]\n    {\n        Ok(Self { name })\n    }\n}\n");
         assert_eq!(out.matches("Ok(Self { name })").count(), 1, "{out}");
