@@ -1,13 +1,18 @@
-# bench/backend/setup.sh: sourced by run-backend-bench.sh and probe.sh (from the repository
-# root, after `out` is set): the benchmark binaries, the ROCm side's kernels and the
-# environments of both sides.
-#   bin       BIN_DIR, else device-carry/bench-backend, else its .tar.xz unpacked into scratch
+# bench/backend/setup.sh: sourced by run-backend-bench.sh, probe.sh and
+# bench/examples/run-examples.sh (from the repository root, after `out` is set): the
+# binaries, the ROCm side's kernels and the environments of both sides.
+#   bin       BIN_DIR, else $setup_bin (default device-carry/bench-backend), else its .tar.xz
+#             unpacked into scratch; it must hold $setup_required (default the two benchmark
+#             binaries) and the GPU bundle's lib/
 #   scratch   WORK_DIR, else a temp dir
 #   kernels   KERNELS_DIR if it holds an nvcc build of generated/kernels, else one built now
 #   cuda_env / rocm_env   `env` prefixes: CUDA 13's libraries; plus the forwarder, the
 #             launchers and CANDLE_ROCM_CODE_OBJECTS_DIR for the ROCm binary
-bin=${BIN_DIR:-device-carry/bench-backend}
-[[ -z ${BIN_DIR:-} && ! -d $bin ]] && bin=device-carry/bench-backend.tar.xz
+setup_bin=${setup_bin:-device-carry/bench-backend}
+setup_required=${setup_required:-backend-bench-cuda backend-bench-rocm}
+setup_build=${setup_build:-bench/backend/build.sh}
+bin=${BIN_DIR:-$setup_bin}
+[[ -z ${BIN_DIR:-} && ! -d $bin ]] && bin=$setup_bin.tar.xz
 scratch=${WORK_DIR:-$(mktemp -d)}
 mkdir -p "$out" "$scratch"
 if [[ -f $bin && $bin == *.tar.xz ]]; then
@@ -20,8 +25,9 @@ fi
 bin=$(realpath -m "$bin")
 # lib/: the GPU bundle's (cargo xtask gpu-bundle --link-only): the forwarder as ROCm 7.2's
 # libamdhip64.so.7, with librocblas.so.5 / librocrand.so.1 depending on it
-for b in backend-bench-cuda backend-bench-rocm lib/libamdhip64.so.7 lib/librocblas.so.5 lib/librocrand.so.1; do
-  [[ -f $bin/$b ]] || { echo "error: $bin/$b not found: build with bench/backend/build.sh and carry $bin" >&2; exit 2; }
+# shellcheck disable=SC2086
+for b in $setup_required lib/libamdhip64.so.7 lib/librocblas.so.5 lib/librocrand.so.1; do
+  [[ -f $bin/$b ]] || { echo "error: $bin/$b not found: build with $setup_build and carry $bin" >&2; exit 2; }
 done
 nvidia-smi -L || { echo "error: no NVIDIA GPU here" >&2; exit 1; }
 export PATH="$PATH:/usr/local/cuda/bin"
