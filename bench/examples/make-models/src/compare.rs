@@ -1,5 +1,6 @@
-//! Reads two runs of one example (its stdout: CUDA build, ROCm build) and says whether they
-//! agree, and how fast each ran, from what the unchanged examples print:
+//! Reads two runs of one example (its stdout; A then B: the CUDA build then the ROCm build, or
+//! a CPU run then a GPU run) and says whether they agree, and how fast each ran, from what
+//! the unchanged examples print:
 //!
 //! - `tokens`: the generated words (`t0000`.. and the special words; see tokenizer.rs), in
 //!   order; agreement = identical sequences (the first `skip` words are the echoed prompt).
@@ -47,7 +48,7 @@ pub fn tokens(cuda: &str, rocm: &str, skip: usize) -> Result<Outcome> {
     let (c, r) = (words(cuda), words(rocm));
     let (c, r) = (&c[skip.min(c.len())..], &r[skip.min(r.len())..]);
     if c.is_empty() {
-        bail!("the CUDA run generated no word");
+        bail!("the first run generated no word");
     }
     let same = c.iter().zip(r).take_while(|(a, b)| a == b).count();
     let agree = same == c.len() && c.len() == r.len();
@@ -55,7 +56,7 @@ pub fn tokens(cuda: &str, rocm: &str, skip: usize) -> Result<Outcome> {
         format!("{}/{} generated tokens identical", same, c.len())
     } else {
         format!(
-            "first {} of {} (CUDA) / {} (ROCm) generated tokens identical; first difference at {}: {} vs {}",
+            "first {} of {}/{} generated tokens identical; first difference at {}: {} vs {}",
             same, c.len(), r.len(), same,
             c.get(same).map_or("(end)", |s| s.as_str()),
             r.get(same).map_or("(end)", |s| s.as_str())
@@ -83,8 +84,8 @@ fn first_tensor(text: &str) -> Result<(Vec<f64>, String)> {
 }
 
 pub fn tensor(cuda: &str, rocm: &str, atol: f64) -> Result<Outcome> {
-    let (c, cs) = first_tensor(cuda).context("CUDA run")?;
-    let (r, rs) = first_tensor(rocm).context("ROCm run")?;
+    let (c, cs) = first_tensor(cuda).context("first run")?;
+    let (r, rs) = first_tensor(rocm).context("second run")?;
     if cs != rs || c.len() != r.len() {
         return Ok(Outcome { agree: false, agreement: format!("shapes differ: {cs} ({} values) vs {rs} ({} values)", c.len(), r.len()) });
     }
@@ -112,7 +113,7 @@ fn classes(text: &str) -> Vec<(String, f64)> {
 pub fn top5(cuda: &str, rocm: &str, atol: f64) -> Result<Outcome> {
     let (c, r) = (classes(cuda), classes(rocm));
     if c.is_empty() {
-        bail!("the CUDA run printed no `class: p%` line");
+        bail!("the first run printed no `class: p%` line");
     }
     let same_order = c.len() == r.len() && c.iter().zip(&r).all(|(a, b)| a.0 == b.0);
     let max_abs = c.iter().zip(&r).map(|(a, b)| (a.1 - b.1).abs()).fold(0.0, f64::max);

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# bench/examples/run-examples.sh OUT_DIR
+#
+# On the GPU machine (NVIDIA, CUDA 13, no Rust), from the repository root: runs each case
+# of bench/examples/cases.tsv with the stock CUDA build (OUT/cuda/EXAMPLE) and the ROCm
+# build through hip-on-cuda (OUT/rocm/EXAMPLE) of bench/examples/build.sh, with identical
+# arguments on the same made-up models (written here first by make-models: random weights
+# do not compress, so they are not carried), and writes
+#
+#   OUT_DIR/examples-h100.tsv   per case: agreement and both sides' speeds (the example's own
+#                               tokens/s or ms, and the process wall time), each side against
+#                               the CPU, repeatability, for
+#                               bench/results/ and `cargo xtask bench report`
+#   OUT_DIR/logs/CASE.{cuda,rocm}.{1,2}.log, CASE.cpu.1.log   each run's stdout and stderr
+#                               (also packed as OUT_DIR/logs.tar.gz)
+#
+# Each GPU side runs twice (cuda, rocm, cuda, rocm): the second run is the one compared and
+# timed (the first JIT-compiles the stock build's PTX: 30 s on a fresh machine), and run 1
+# against run 2 of one side says whether that side repeats itself. The stock build also runs
+# once with --cpu: Candle's CPU backend, the reference both GPU sides are compared with.
+#
+# Environment: BIN_DIR (the build's output folder or its .tar.xz; default
+# device-carry/examples-parity, else device-carry/examples-parity.tar.xz), KERNELS_DIR,
+# WORK_DIR (as bench/backend/setup.sh), MODELS_DIR (made-up models to reuse; default
+# WORK_DIR/models, made now), CASES (space-separated case names; default all).
+# Exit status: 0 when every case agrees, 1 otherwise (a missing model file, a failed run, a
+# disagreement: each said on its line).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+[[ $# -ge 1 ]] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
+out=$(realpath -m "$1")
+setup_bin=device-carry/examples-parity
+setup_required="make-models"
+setup_build=bench/examples/build.sh
+# shellcheck source=bench/backend/setup.sh
+source bench/backend/setup.sh
+mkdir -p "$out/logs"
+since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }'; }
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
+
+# every binary's libraries: CUDA 13's for the stock build, the forwarder and the kernels'
+# launchers for the ROCm build
+for side in cuda rocm; do
+  if [[ $side == cuda ]]; then envs=("${cuda_env[@]}"); else envs=("${rocm_env[@]}"); fi
+  for b in "$bin/$side"/*; do echo "== ldd $side/${b##*/}"; "${envs[@]}" ldd "$b"; done
+done >"$out/logs/ldd.txt" 2>&1
+grep -E "== ldd (cuda|rocm)/quantized" -A30 "$out/logs/ldd.txt" | grep -E "==|libcu|nvrtc|amdhip|roc|launchers"
+if grep -q "not found" "$out/logs/ldd.txt"; then grep -E "==|not found" "$out/logs/ldd.txt"; echo "error: a library is missing (logs/ldd.txt)"; exit 1; fi
+
+models=${MODELS_DIR:-$scratch/models}
+if [[ ! -f $models/tokenizer.json ]]; then
+  start=$(date +%s.%N)
+  "$bin/make-models" models "$models" >"$out/logs/make-models.log" 2>&1 \
+    || { cat "$out/logs/make-models.log"; echo "error: make-models failed"; exit 1; }
+  echo "made-up models written to $models in $(since "$start") s"
+fi
+models=$(realpath "$models")
+
+tsv=$out/examples-h100.tsv
+{
+  echo "# gpu: $gpu"
+  echo "# CUDA: stock crates.io candle-examples 0.11.1 --features cuda; ROCm: generated/candle-examples --features rocm through hip-on-cuda (kernels: nvcc $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+  echo "# runs: each GPU side twice, the second measured (the first JIT-compiles the CUDA build's PTX); cpu: the stock build with --cpu, the reference both GPU sides are also compared with; repeatable: run 1 and run 2 of each GPU side agree"
+  printf 'case\texample\tmodel\tdtype\tagree\tagreement\tcuda\trocm\tunit\tcuda_wall_s\trocm_wall_s\tcuda_vs_cpu\trocm_vs_cpu\trepeatable\n'
+} >"$tsv"
+
+# `compare KIND PARAM LOG_A LOG_B`: make-models compare's fields, or a line saying why not
+compare() {
+  local r rc
+  r=$("$bin/make-models" compare "$1" "$3" "$4" "$2" 2>&1)
+  rc=$?
+  if [[ $rc != 0 && $rc != 3 ]]; then r=$(printf 'no\tcompare failed: %s\tNA\tNA\tNA' "${r//$'\n'/ }"); fi
+  echo "$r"
+}
+
+status=0
+while IFS=$'\t' read -r case example model dtype kind param files args; do
+  [[ $case == \#* || $case == case || -z $case ]] && continue
+  [[ -n ${CASES:-} && " $CASES " != *" $case "* ]] && continue
+  # every made-up file the case reads must be there: an example given a missing path says
+  # "No such file or directory" without the name (quantized), or goes to the network (bert)
+  missing=()
+  IFS=, read -r -a need <<<"$files"
+  for f in "${need[@]}"; do [[ -e $models/$f ]] || missing+=("$models/$f"); done
+  if (( ${#missing[@]} )); then
+    echo "error: $case: made-up model file(s) missing: ${missing[*]} (bench/examples/make-models writes them: make-models models DIR)"
+    printf '%s\t%s\t%s\t%s\tno\tmissing model files: %s\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\n' "$case" "$example" "$model" "$dtype" "${missing[*]}" >>"$tsv"
+    status=1; continue
+  fi
+  read -r -a argv <<<"$args"
+  for i in "${!argv[@]}"; do
+    a=${argv[$i]//\{M\}/$models}
+    if [[ $a =~ ^\{P([0-9]+)\}$ ]]; then a=$("$bin/make-models" prompt "${BASH_REMATCH[1]}"); fi
+    argv[i]=$a
+  done
+  declare -A wall=()
+  failed=""
+  for run in cuda.1 rocm.1 cuda.2 rocm.2 cpu.1; do
+    side=${run%.*}
+    extra=()
+    case $side in
+      cuda) envs=("${cuda_env[@]}"); exe=$bin/cuda/$example ;;
+      rocm) envs=("${rocm_env[@]}"); exe=$bin/rocm/$example ;;
+      cpu) envs=("${cuda_env[@]}"); exe=$bin/cuda/$example; extra=(--cpu) ;;
+    esac
+    log=$out/logs/$case.$run.log
+    start=$(date +%s.%N)
+    "${envs[@]}" HF_HOME="$models/hf-home" "$exe" "${argv[@]}" "${extra[@]}" </dev/null >"$log" 2>&1
+    rc=$?
+    wall[$side]=$(since "$start")
+    if [[ $rc != 0 ]]; then failed+="$run exit $rc; "; echo "== $case $run: exit $rc"; tail -15 "$log"; fi
+  done
+  if [[ -n $failed ]]; then
+    printf '%s\t%s\t%s\t%s\tno\trun failed: %s\tNA\tNA\tNA\t%s\t%s\tNA\tNA\tNA\n' "$case" "$example" "$model" "$dtype" "${failed%; }" "${wall[cuda]}" "${wall[rocm]}" >>"$tsv"
+    status=1; continue
+  fi
+  L=$out/logs/$case
+  result=$(compare "$kind" "$param" "$L.cuda.2.log" "$L.rocm.2.log")
+  [[ $(cut -f1 <<<"$result") == yes ]] || status=1
+  cuda_cpu=$(compare "$kind" "$param" "$L.cpu.1.log" "$L.cuda.2.log" | cut -f2)
+  rocm_cpu=$(compare "$kind" "$param" "$L.cpu.1.log" "$L.rocm.2.log" | cut -f2)
+  repeat=$(for side in cuda rocm; do echo "$side $(compare "$kind" "$param" "$L.$side.1.log" "$L.$side.2.log" | cut -f1)"; done | paste -sd, -)
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$example" "$model" "$dtype" "$result" "${wall[cuda]}" "${wall[rocm]}" "$cuda_cpu" "$rocm_cpu" "$repeat" >>"$tsv"
+  echo "$case: $(cut -f1,2 <<<"$result" | tr '\t' ' ') | cuda $(cut -f3 <<<"$result") rocm $(cut -f4 <<<"$result") $(cut -f5 <<<"$result") | wall cuda ${wall[cuda]} s, rocm ${wall[rocm]} s | vs cpu: cuda: $cuda_cpu; rocm: $rocm_cpu | repeatable: $repeat"
+done <bench/examples/cases.tsv
+# the logs, one file (the device tool brings back a limited number of files)
+tar -C "$out" -czf "$out/logs.tar.gz" logs
+echo "written: $tsv"
+exit $status
