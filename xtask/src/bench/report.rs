@@ -46,6 +46,7 @@ const REGEN: &[(&str, &str)] = &[
 const KERNEL_BUILD: (&str, &str) = ("kernel-build.tsv", "cargo xtask bench kernel-build");
 const KERNELS: (&str, &str) = ("kernels-h100.tsv", "the GPU machine: bench/kernels/run-kernel-bench.sh");
 const BACKEND: (&str, &str) = ("backend-h100.tsv", "the GPU machine: bench/backend/run-backend-bench.sh");
+const EXAMPLES: (&str, &str) = ("examples-h100.tsv", "the GPU machine: bench/examples/run-examples.sh (built by bench/examples/build.sh)");
 
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
     let root = workspace_root();
@@ -93,6 +94,11 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
             vec![]
         }
     };
+    md.push_str("## Real programs: candle-examples on ROCm vs on Candle's CUDA backend, H100\n\n");
+    match load(EXAMPLES.0)? {
+        Some(t) => examples_section(&mut md, &t)?,
+        None => writeln!(md, "Not measured yet ({}).\n", EXAMPLES.1)?,
+    }
     if !families.is_empty() || !backend.is_empty() {
         if !args.check {
             draw(&plot, &args.font, &families, &backend)?;
@@ -250,6 +256,38 @@ fn backend_section(md: &mut String, t: &Table) -> Result<Vec<(String, f64)>> {
     let behind = rows.iter().filter(|r| r[6] == "behind").count();
     writeln!(md, "{behind} of {} benchmarks below {BACKEND_RATIO_TARGET}.\n", t.rows.len())?;
     Ok(bars)
+}
+
+/// The candle-examples parity run: per case, whether the two builds agree and how fast each
+/// ran. speed ratio = ROCm speed / CUDA speed (>= 1: ours at least as fast): tokens/s as
+/// they are, ms inverted, and the process wall time where the example reports no speed.
+fn examples_section(md: &mut String, t: &Table) -> Result<()> {
+    writeln!(md, "From `bench/results/{}`, written by {}. Unchanged candle-examples 0.11.1 programs, built once with stock crates.io Candle (`--features cuda`) and once from `generated/candle-examples` (`--features rocm`, run through hip-on-cuda), on the same made-up models (seeded random weights, `bench/examples/make-models`), same arguments, greedy decoding; cases in `bench/examples/cases.tsv`. speed ratio = ROCm speed / CUDA speed (tokens/s, or time per forward pass inverted; the process wall time where the example prints no speed). CPU vs CUDA / CPU vs ROCm: each GPU run against the stock build on Candle's CPU backend (`--cpu`), the same check; repeatable: two runs of one side agree.\n", EXAMPLES.0, EXAMPLES.1)?;
+    notes(md, t)?;
+    let col = |n: &str| t.column(n);
+    let (case, example, model, dtype, agree, agreement, unit) =
+        (col("case")?, col("example")?, col("model")?, col("dtype")?, col("agree")?, col("agreement")?, col("unit")?);
+    let (cuda_cpu, rocm_cpu, repeatable) = (col("cuda_vs_cpu")?, col("rocm_vs_cpu")?, col("repeatable")?);
+    let (cu, ro, cw, rw) = (t.numbers("cuda")?, t.numbers("rocm")?, t.numbers("cuda_wall_s")?, t.numbers("rocm_wall_s")?);
+    let mut rows = Vec::new();
+    for (i, r) in t.rows.iter().enumerate() {
+        let ratio = match r[unit].as_str() {
+            "tokens/s" => ro[i] / cu[i],
+            "ms" => cu[i] / ro[i],
+            _ => cw[i] / rw[i],
+        };
+        let speed = |x: f64| if x.is_nan() { "NA".to_string() } else { format!("{x:.2} {}", r[unit]) };
+        rows.push(vec![
+            r[case].clone(), format!("`{}`", r[example]), r[model].clone(), r[dtype].clone(),
+            r[agree].clone(), r[agreement].replace('|', "\\|"), speed(cu[i]), speed(ro[i]),
+            format!("{:.2} / {:.2}", cw[i], rw[i]), if ratio.is_nan() { "NA".into() } else { fmt3(ratio) },
+            r[cuda_cpu].replace('|', "\\|"), r[rocm_cpu].replace('|', "\\|"), r[repeatable].clone(),
+        ]);
+    }
+    markdown_table(md, &["case", "example", "made-up model", "dtype", "agree", "ROCm vs CUDA", "CUDA", "ROCm", "wall s (CUDA / ROCm)", "speed ratio", "CPU vs CUDA", "CPU vs ROCm", "repeatable"], &rows)?;
+    let agreeing = t.rows.iter().filter(|r| r[agree] == "yes").count();
+    writeln!(md, "{agreeing} of {} cases agree.\n", t.rows.len())?;
+    Ok(())
 }
 
 /// Two horizontal bar charts side by side: kernel families, backend benchmarks.
