@@ -71,7 +71,8 @@ impl Input {
     fn label(&self) -> String {
         match self {
             Input::Release(v) => v.clone(),
-            Input::Checkout(d) => format!("checkout {}", d.display()),
+            // the directory's name, not its path: the table is recorded and read on other machines
+            Input::Checkout(d) => format!("checkout {}", d.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| d.display().to_string())),
             Input::Shaped(v) => format!("checkout-shaped {v}"),
         }
     }

@@ -46,6 +46,7 @@ const REGEN: &[(&str, &str)] = &[
 const KERNEL_BUILD: (&str, &str) = ("kernel-build.tsv", "cargo xtask bench kernel-build");
 const KERNELS: (&str, &str) = ("kernels-h100.tsv", "the GPU machine: bench/kernels/run-kernel-bench.sh");
 const BACKEND: (&str, &str) = ("backend-h100.tsv", "the GPU machine: bench/backend/run-backend-bench.sh");
+const RELEASES: (&str, &str) = ("releases.tsv", "cargo xtask releases --record --checkout-of 0.10.2 --candle-src DIR");
 const EXAMPLES: (&str, &str) = ("examples-h100.tsv", "the GPU machine: bench/examples/run-examples.sh (built by bench/examples/build.sh)");
 
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
@@ -75,6 +76,11 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
     match load(KERNEL_BUILD.0)? {
         Some(t) => simple_section(&mut md, KERNEL_BUILD, &t, &["archs", "case", "runs", "min_s", "median_s", "max_s"])?,
         None => writeln!(md, "Not measured yet ({}).\n", KERNEL_BUILD.1)?,
+    }
+    md.push_str("## Every Candle release through the pipeline\n\n");
+    match load(RELEASES.0)? {
+        Some(t) => simple_section(&mut md, RELEASES, &t, &["input", "regen", "units", "backend", "parity", "seconds"])?,
+        None => writeln!(md, "Not measured yet ({}).\n", RELEASES.1)?,
     }
     super::static_cost::section(&mut md, &results)?;
     warnings_section(&mut md, &results.join("kernel-warnings"))?;
