@@ -24,14 +24,13 @@
 
 use std::collections::BTreeMap;
 
-use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 
 use super::mapping::{DEVICE_PREDICATES, FEATURE_HINTS};
 use super::rules;
-use super::twins::is_cuda_ident;
+use super::twins::{is_cuda_ident, replace_in_literals};
 
 /// Applies the three rules to `file`; counts go to `counts`.
 pub fn rewrite(file: &mut syn::File, counts: &mut BTreeMap<&'static str, usize>) {
@@ -96,29 +95,6 @@ fn is_cfg_cuda(mac: &syn::Macro) -> bool {
     mac.path.is_ident("cfg") && mac.tokens.to_string().replace(' ', "") == "feature=\"cuda\""
 }
 
-/// `word` → its hint in every string literal of `tokens`; how many changed.
-fn hint_literals(tokens: TokenStream, changed: &mut usize) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|t| match t {
-            TokenTree::Group(g) => {
-                let mut n = proc_macro2::Group::new(g.delimiter(), hint_literals(g.stream(), changed));
-                n.set_span(g.span());
-                n.into()
-            }
-            TokenTree::Literal(l) => {
-                let text = l.to_string();
-                let Some((from, to)) = FEATURE_HINTS.iter().find(|(from, _)| text.starts_with('"') && text.contains(from)) else { return TokenTree::Literal(l) };
-                let mut lit: proc_macro2::Literal = text.replace(from, to).parse().expect("a string literal with a replaced phrase is a string literal");
-                lit.set_span(l.span());
-                *changed += 1;
-                lit.into()
-            }
-            other => other,
-        })
-        .collect()
-}
-
 impl VisitMut for Pass<'_> {
     fn visit_expr_if_mut(&mut self, e: &mut syn::ExprIf) {
         if let syn::Expr::Macro(m) = &*e.cond {
@@ -174,11 +150,12 @@ impl VisitMut for Pass<'_> {
     }
 
     fn visit_macro_mut(&mut self, mac: &mut syn::Macro) {
-        let mut changed = 0;
-        let tokens = hint_literals(mac.tokens.clone(), &mut changed);
-        if changed > 0 {
-            mac.tokens = tokens;
-            *self.counts.entry("feature-hints").or_default() += changed;
+        for (from, to) in FEATURE_HINTS {
+            let tokens = replace_in_literals(mac.tokens.clone(), from, to);
+            if tokens.to_string() != mac.tokens.to_string() {
+                mac.tokens = tokens;
+                *self.counts.entry("feature-hints").or_default() += 1;
+            }
         }
     }
 

@@ -240,7 +240,7 @@ fn arm_cases(pat: &Pat) -> Vec<&Pat> {
 }
 
 /// `word` → `with` inside string literals of `tokens`.
-fn replace_in_literals(tokens: TokenStream, word: &str, with: &str) -> TokenStream {
+pub(super) fn replace_in_literals(tokens: TokenStream, word: &str, with: &str) -> TokenStream {
     tokens
         .into_iter()
         .map(|t| match t {
