@@ -192,7 +192,7 @@ fn target_roots(manifest: &str, carried: &BTreeMap<String, Vec<u8>>) -> Vec<Stri
     let auto = table.get("package").and_then(|p| p.get("autoexamples")).and_then(|a| a.as_bool()).unwrap_or(true);
     let discovered = carried.keys().filter(|p| {
         let parts: Vec<&str> = p.split('/').collect();
-        auto && matches!(parts.as_slice(), ["examples", f] if f.ends_with(".rs")) || matches!(parts.as_slice(), ["examples", _, "main.rs"]) && auto
+        auto && (matches!(parts.as_slice(), ["examples", f] if f.ends_with(".rs")) || matches!(parts.as_slice(), ["examples", _, "main.rs"]))
     });
     let mut roots: Vec<String> = std::iter::once(lib).chain(listed).chain(discovered.cloned()).filter(|p| carried.contains_key(p)).collect();
     let mut seen = std::collections::BTreeSet::new();
