@@ -320,6 +320,17 @@ mod tests {
     }
 
     #[test]
+    fn target_roots_follow_the_manifest_and_cargo_discovery() {
+        let carried: BTreeMap<String, Vec<u8>> = ["src/lib.rs", "examples/a/main.rs", "examples/b.rs", "examples/a/model.rs", "examples/c/main.rs"].iter().map(|p| (p.to_string(), vec![])).collect();
+        // published: autoexamples = false, every example listed with its path
+        let published = "[package]\nname = \"x\"\nautoexamples = false\n[[example]]\nname = \"a\"\npath = \"examples/a/main.rs\"\n";
+        assert_eq!(target_roots(published, &carried), ["src/lib.rs", "examples/a/main.rs"]);
+        // a checkout: listed ones (without path) plus what cargo discovers
+        let checkout = "[package]\nname = \"x\"\n[[example]]\nname = \"c\"\nrequired-features = [\"f\"]\n";
+        assert_eq!(target_roots(checkout, &carried), ["src/lib.rs", "examples/a/main.rs", "examples/b.rs", "examples/c/main.rs"]);
+    }
+
+    #[test]
     fn differences_between_translations_are_named() {
         let a = [file("x.hip", "1\n"), file("y.cuh", "2\n")];
         assert_eq!(first_difference(&a, &a.clone()), None);
