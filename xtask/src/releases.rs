@@ -312,6 +312,13 @@ mod tests {
     }
 
     #[test]
+    fn the_list_ends_at_the_pin() {
+        // bumping upstream.toml's version without adding the release here would leave it out of the table
+        let pin = crate::upstream::load_config(&crate::workspace_root()).unwrap().candle.version;
+        assert_eq!(RELEASES.last().copied(), Some(pin.as_str()), "add {pin} (and any release before it) to RELEASES");
+    }
+
+    #[test]
     fn the_list_starts_at_from() {
         let args = |from: Option<&str>| ReleasesArgs { versions: vec![], from: from.map(str::to_string), candle_src: vec![], checkout_of: vec!["0.9.0".into()], only: false, arch: "gfx1030".into(), regen_only: false, no_backend: false, record: false, work: None };
         let labels: Vec<String> = inputs(&args(Some("0.11.0"))).unwrap().iter().map(Input::label).collect();
