@@ -30,7 +30,7 @@ use syn::visit_mut::VisitMut;
 
 use super::mapping::{DEVICE_PREDICATES, FEATURE_HINTS};
 use super::rules;
-use super::twins::{is_cuda_ident, replace_in_literals};
+use super::twins::{cfg_mentions_cuda, is_cuda_ident, mentions_rocm, replace_in_literals};
 
 /// Applies the three rules to `file`; counts go to `counts`.
 pub fn rewrite(file: &mut syn::File, counts: &mut BTreeMap<&'static str, usize>) {
@@ -84,10 +84,7 @@ fn calls_cuda_function(cond: &syn::Expr) -> bool {
 
 /// Is a node with these attributes gated on a GPU backend's feature?
 fn gated(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| a.path().is_ident("cfg") && {
-        let text = a.meta.to_token_stream().to_string();
-        text.contains("\"cuda\"") || text.contains("\"rocm\"")
-    })
+    cfg_mentions_cuda(attrs) || attrs.iter().any(|a| a.path().is_ident("cfg") && mentions_rocm(a.meta.to_token_stream()))
 }
 
 /// `cfg!(feature = "cuda")`?

@@ -111,7 +111,7 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
         let Some(deps) = table.get_mut(section).and_then(|d| d.as_table_mut()) else { continue };
         for (key, spec) in deps.iter_mut() {
             let Some(spec) = spec.as_table_mut() else { continue };
-            let package = spec.get("package").and_then(|p| p.as_str()).unwrap_or(key).to_string();
+            let package = dependency_package(key, spec.get("package")).to_string();
             if let Some(path) = paths.siblings.get(&package) {
                 spec.insert("path".into(), toml::Value::String(path.clone()));
             }
@@ -138,6 +138,11 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
     Ok(MirroredManifest { text, gaps, twinned_features })
 }
 
+/// The package a dependency entry names: its `package` value, else the entry's name.
+fn dependency_package<'a>(key: &'a str, package: Option<&'a toml::Value>) -> &'a str {
+    package.and_then(|p| p.as_str()).unwrap_or(key)
+}
+
 /// Rule `package-patches`: a package that also depends on upstream crates
 /// regen does not mirror (candle-examples' optional candle-datasets and
 /// candle-onnx, which depend on crates.io candle-core) gets a
@@ -149,7 +154,7 @@ fn add_sibling_patches(table: &mut toml::Table, paths: &PackagePaths) {
     let mut depends_on = Vec::new();
     for section in ["dependencies", "dev-dependencies"] {
         for (key, spec) in table.get(section).and_then(|d| d.as_table()).into_iter().flatten() {
-            depends_on.push(spec.get("package").and_then(|p| p.as_str()).unwrap_or(key).to_string());
+            depends_on.push(dependency_package(key, spec.get("package")).to_string());
         }
     }
     if !depends_on.iter().any(|p| UNMIRRORED_CANDLE_DEPENDENTS.contains(&p.as_str())) {

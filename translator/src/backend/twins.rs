@@ -52,7 +52,7 @@ pub fn mentions_cuda(tokens: TokenStream) -> bool {
     })
 }
 
-fn mentions_rocm(tokens: TokenStream) -> bool {
+pub(super) fn mentions_rocm(tokens: TokenStream) -> bool {
     tokens.into_iter().any(|t| match t {
         proc_macro2::TokenTree::Group(g) => mentions_rocm(g.stream()),
         proc_macro2::TokenTree::Literal(l) => l.to_string() == "\"rocm\"",
@@ -60,7 +60,7 @@ fn mentions_rocm(tokens: TokenStream) -> bool {
     })
 }
 
-fn cfg_mentions_cuda(attrs: &[Attribute]) -> bool {
+pub(super) fn cfg_mentions_cuda(attrs: &[Attribute]) -> bool {
     attrs.iter().any(|a| a.path().is_ident("cfg") && mentions_cuda(a.meta.to_token_stream()))
 }
 
