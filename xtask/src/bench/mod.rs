@@ -7,6 +7,7 @@
 //! * `kernel-build`: hipcc build of the generated kernels, cold and warm (`kernel_build`);
 //! * `kernel-resources`: per AMD arch and kernel, registers, scratch, LDS, spills,
 //!   occupancy and native dot-product use, beside upstream's sm_90 build (`kernel_resources`);
+//! * `numerics`: the numerics sections (quantized matmul error, teacher-forced logits) of `report`;
 //! * `report`: BENCHMARKS.md and bench/ratios.png from the result files (`report`).
 //!
 //! The GPU figures (kernel throughput, backend end to end) come from the
@@ -15,6 +16,7 @@
 
 pub mod kernel_build;
 pub mod kernel_resources;
+pub mod numerics;
 pub mod regen;
 pub mod report;
 pub mod results;

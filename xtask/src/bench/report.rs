@@ -105,6 +105,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         Some(t) => examples_section(&mut md, &t)?,
         None => writeln!(md, "Not measured yet ({}).\n", EXAMPLES.1)?,
     }
+    super::numerics::section(&mut md, &results)?;
     if !families.is_empty() || !backend.is_empty() {
         if !args.check {
             draw(&plot, &args.font, &families, &backend)?;
@@ -128,7 +129,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
 }
 
 /// The `# key: value` lines of a result file, as a list.
-fn notes(md: &mut String, t: &Table) -> Result<()> {
+pub(super) fn notes(md: &mut String, t: &Table) -> Result<()> {
     for (k, v) in &t.notes {
         writeln!(md, "- {k}: {v}")?;
     }
