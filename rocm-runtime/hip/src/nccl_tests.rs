@@ -117,17 +117,22 @@ mod gpu {
     use half::{bf16, f16};
     use std::sync::Arc;
 
+    /// Device 0, or `None` (after saying so) when the runtime reports no device.
+    fn device() -> Option<Arc<HipContext>> {
+        match HipContext::new(0) {
+            Ok(ctx) => Some(ctx),
+            Err(e) if e.0 == hip::hipError_t_hipErrorNoDevice => {
+                println!("skipped: no ROCm device ({e})");
+                None
+            }
+            Err(e) => panic!("HIP runtime failed: {e}"),
+        }
+    }
+
     /// A stream on device 0 and a communicator of world size 1 on it, or `None`
     /// (after saying so) when the runtime reports no device.
     fn world_of_one() -> Option<(Arc<HipStream>, Comm)> {
-        let ctx = match HipContext::new(0) {
-            Ok(ctx) => ctx,
-            Err(e) if e.0 == hip::hipError_t_hipErrorNoDevice => {
-                println!("skipped: no ROCm device ({e})");
-                return None;
-            }
-            Err(e) => panic!("HIP runtime failed: {e}"),
-        };
+        let ctx = device()?;
         let stream = ctx.new_stream().unwrap();
         let id = Id::new().unwrap_or_else(|e| panic!("{e}"));
         let comm = Comm::from_rank(stream.clone(), 0, 1, id).unwrap_or_else(|e| panic!("{e}"));
@@ -137,6 +142,9 @@ mod gpu {
 
     #[test]
     fn version_is_reported() {
+        if device().is_none() {
+            return;
+        }
         let v = crate::nccl::result::get_version().unwrap_or_else(|e| panic!("{e}"));
         println!("RCCL/NCCL version code {v}");
         assert!(v >= 2_00_00, "{v}");
