@@ -2,9 +2,9 @@
 # Runs the ROCm test binaries of a GPU bundle (`cargo xtask gpu-bundle`) through
 # hip-on-cuda: on a machine with an NVIDIA GPU it first compiles
 # generated/kernels with nvcc (hip-on-cuda/build-kernels.sh), then runs every
-# binary with the forwarding runtime as its HIP runtime, rocBLAS and rocRAND
+# binary with the forwarding runtime as its HIP runtime, rocBLAS, rocRAND and RCCL
 # (ROCm 7.2's sonames: first it checks with LD_DEBUG=bindings that every HIP,
-# rocBLAS and rocRAND reference of every binary binds to lib/libamdhip64.so.7),
+# rocBLAS, rocRAND and RCCL reference of every binary binds to lib/libamdhip64.so.7),
 # then (with --sanitize) compute-sanitizer memcheck and racecheck over the
 # ROCm tests (CUDA API errors are not counted: the parity tests ask for
 # kernels the CUDA build lacks on purpose, and expect the error). Without a GPU it says so and runs the same binaries on the CPU,
@@ -18,6 +18,9 @@
 # Logs go to $OUT/gpu-run/logs (the device tool's output folder) or a temp dir;
 # the unpacked bundle and the nvcc build go to a scratch dir ($WORK_DIR or a temp dir);
 # KERNELS_DIR names an nvcc build of generated/kernels to use instead of building one.
+# RCCL's calls go to NVIDIA's NCCL (libnccl.so.2): HIP_ON_CUDA_NCCL=PATH names it; else
+# the dlopen search finds it, and when it would not (PyTorch's pip wheels keep it in
+# site-packages/nvidia/nccl/lib) this script adds that directory to LD_LIBRARY_PATH.
 # Exit status: 0 when every binary passed (and the sanitizers found 0 errors).
 # SANITIZE_TOOLS (default "memcheck racecheck") and SANITIZE_TIMEOUT (seconds
 # per binary, default 540) bound the sanitizer part; RUN_TESTS=0 leaves out
@@ -61,6 +64,33 @@ if [[ $gpu == 1 ]]; then
   export CANDLE_ROCM_CODE_OBJECTS_DIR="$kernels"
   cuda_libs=$(dirname "$(command -v nvcc)")/../lib64
   export LD_LIBRARY_PATH="$bundle/lib:$kernels:$cuda_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # NCCL for RCCL's calls (hip-on-cuda/src/nccl.rs): the dlopen search, else a Python's nvidia/nccl/lib
+  if [[ -n ${HIP_ON_CUDA_NCCL:-} ]]; then
+    echo "nccl: $HIP_ON_CUDA_NCCL (HIP_ON_CUDA_NCCL)"
+  elif ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 ' || ls "$cuda_libs"/libnccl.so.2 >/dev/null 2>&1; then
+    echo "nccl: libnccl.so.2 found by the dlopen search"
+  else
+    nccl_dir=""
+    for py in python3 python; do
+      command -v "$py" >/dev/null 2>&1 || continue
+      nccl_dir=$("$py" - <<'PY' 2>/dev/null
+import glob, os, site, sys
+dirs = site.getsitepackages() + [site.getusersitepackages()] + sys.path
+for d in dirs:
+    for lib in glob.glob(os.path.join(d, "nvidia", "nccl", "lib", "libnccl.so.2")):
+        print(os.path.dirname(lib)); sys.exit(0)
+PY
+)
+      [[ -n $nccl_dir ]] && break
+    done
+    if [[ -n $nccl_dir ]]; then
+      export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl_dir"
+      echo "nccl: $nccl_dir/libnccl.so.2 (a Python's site-packages, added to LD_LIBRARY_PATH)"
+    else
+      echo "nccl: libnccl.so.2 not found (ld.so cache, $cuda_libs, Python site-packages): the RCCL tests will fail saying so"
+    fi
+  fi
+  export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
   threads=${TEST_THREADS:-8}
 else
   echo "GPU execution skipped: no NVIDIA GPU here (nvidia-smi). The binaries run on the CPU; every ROCm test must say it skipped."
@@ -70,25 +100,25 @@ else
 fi
 
 # The binaries are linked as against ROCm 7.2 (DT_NEEDED libamdhip64.so.7, librocblas.so.5,
-# librocrand.so.1; hipMalloc@hip_4.2 ...): every reference of theirs to a HIP, rocBLAS or rocRAND
-# symbol must bind to the one forwarder, lib/libamdhip64.so.7 (lib/librocblas.so.5 and
-# lib/librocrand.so.1 are empty and depend on it). They are linked with -z now, so loading a
+# librocrand.so.1, librccl.so.1; hipMalloc@hip_4.2 ...): every reference of theirs to a HIP, rocBLAS,
+# rocRAND or RCCL symbol must bind to the one forwarder, lib/libamdhip64.so.7 (lib/librocblas.so.5,
+# lib/librocrand.so.1 and lib/librccl.so.1 are empty and depend on it). They are linked with -z now, so loading a
 # binary (--list) makes every binding; LD_DEBUG=bindings shows where each went.
 bind_total=0 bind_elsewhere=0
 while IFS=$'\t' read -r group cwd bin; do
   [[ "$group" == \#* || -z "$group" ]] && continue
   b=$(realpath "$bundle/$bin")
-  trace=$( (cd "$root/$cwd" && LD_DEBUG=bindings "$b" --list) 2>&1 >/dev/null | grep -E "binding file $b \[0\] to .*: normal symbol \`(hip|__hip|rocblas_|rocrand_)")
+  trace=$( (cd "$root/$cwd" && LD_DEBUG=bindings "$b" --list) 2>&1 >/dev/null | grep -E "binding file $b \[0\] to .*: normal symbol \`(hip|__hip|rocblas_|rocrand_|nccl)")
   n=$(grep -c . <<<"$trace")
   other=$(grep -v " to $bundle/lib/libamdhip64.so.7 \[0\]" <<<"$trace" | sed '/^$/d')
   bind_total=$((bind_total + n))
   if [[ -n $other ]]; then
     bind_elsewhere=$((bind_elsewhere + $(grep -c . <<<"$other")))
-    echo "  $group/$(basename "$bin"): HIP/rocBLAS/rocRAND references bound elsewhere than lib/libamdhip64.so.7:"
+    echo "  $group/$(basename "$bin"): HIP/rocBLAS/rocRAND/RCCL references bound elsewhere than lib/libamdhip64.so.7:"
     head -5 <<<"$other" | sed 's/^[^b]*binding file [^ ]* \[0\] /    /'
   fi
 done <"$bundle/tests.tsv"
-echo "bindings: $bind_total references of the binaries to HIP/rocBLAS/rocRAND symbols, $(( bind_total - bind_elsewhere )) bound to lib/libamdhip64.so.7 (the forwarder), $bind_elsewhere elsewhere"
+echo "bindings: $bind_total references of the binaries to HIP/rocBLAS/rocRAND/RCCL symbols, $(( bind_total - bind_elsewhere )) bound to lib/libamdhip64.so.7 (the forwarder), $bind_elsewhere elsewhere"
 [[ $bind_elsewhere != 0 || $bind_total == 0 ]] && status_bindings=1 || status_bindings=0
 
 total_pass=0 total_fail=0 total_ignored=0 total_skipped=0 status=$status_bindings

@@ -1,10 +1,11 @@
-//! A forwarding HIP runtime: the C entry points of the HIP runtime, rocBLAS and
-//! rocRAND that `candle-rocm-hip` calls, implemented over the CUDA driver API,
-//! cuBLAS and cuRAND (loaded at run time through `cudarc`'s `sys` modules).
+//! A forwarding HIP runtime: the C entry points of the HIP runtime, rocBLAS,
+//! rocRAND and RCCL that `candle-rocm-hip` calls, implemented over the CUDA
+//! driver API, cuBLAS and cuRAND (loaded at run time through `cudarc`'s `sys`
+//! modules) and NCCL (`libnccl.so.2`, loaded at run time: see [`nccl`]).
 //!
 //! Installed first on `LD_LIBRARY_PATH` as `libamdhip64.so.7` (its soname: ROCm
-//! 7.2's HIP runtime), with `librocblas.so.5` / `librocrand.so.1` as empty
-//! libraries that depend on it (`cargo xtask gpu-bundle` makes them: one copy of
+//! 7.2's HIP runtime), with `librocblas.so.5` / `librocrand.so.1` /
+//! `librccl.so.1` as empty libraries that depend on it (`cargo xtask gpu-bundle` makes them: one copy of
 //! the forwarder, so one copy of its state), it lets binaries linked against
 //! ROCm 7.2 run on an NVIDIA GPU.
 //!
@@ -26,7 +27,7 @@
 //!
 //! The HIP functions carry the ELF symbol versions of ROCm 7.2's
 //! `libamdhip64.so.7` (`hipMalloc@@hip_4.2`, see the `hip_exports!` macro; the
-//! rocBLAS and rocRAND functions are unversioned, as in ROCm); they are exported on x86_64
+//! rocBLAS, rocRAND and RCCL functions are unversioned, as in ROCm); they are exported on x86_64
 //! Linux only. The CUDA libraries are found by `cudarc`'s
 //! `get_lib_name_candidates` (first `libcuda.so` / `libcublas.so` /
 //! `libcurand.so`, later `lib*.so.13`, `.so.12`, ..., `.so.1`) through the
@@ -130,9 +131,12 @@ pub mod blas;
 pub mod context;
 pub mod memory;
 pub mod module;
+pub mod nccl;
 pub mod rand;
 pub mod status;
 pub mod stream_event;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod nccl_tests;

@@ -13,6 +13,12 @@
 //!   the cfg `candle_rocm_rocblas` / `candle_rocm_rocrand` is set; without it every
 //!   call into that library returns the crate's "library not linked" error status
 //!   instead of failing to link (see `unlinked_ffi!` in `lib.rs`).
+//! * `rccl` (`librccl.so.1`) is linked only with the crate's feature `rccl`,
+//!   which sets the cfg `candle_rocm_rccl`; without the feature the `nccl`
+//!   module's calls return its "not linked" status and nothing of RCCL is
+//!   needed. With the feature and no `librccl.so` in those directories the
+//!   link line is still emitted (the feature asks for RCCL) and a warning says
+//!   where it was looked for.
 use std::path::{Path, PathBuf};
 
 fn search_dirs() -> Vec<PathBuf> {
@@ -45,6 +51,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rustc-check-cfg=cfg(candle_rocm_rocblas)");
     println!("cargo:rustc-check-cfg=cfg(candle_rocm_rocrand)");
+    println!("cargo:rustc-check-cfg=cfg(candle_rocm_rccl)");
     let dirs = search_dirs();
     // Only the ROCm prefixes are added to the search path; system dirs are searched anyway.
     for d in dirs.iter().filter(|d| !d.starts_with("/usr")) {
@@ -61,5 +68,13 @@ fn main() {
         } else {
             println!("cargo:warning={lib} not found (set {env}=1 to force): its calls will return a 'not linked' error");
         }
+    }
+    if std::env::var_os("CARGO_FEATURE_RCCL").is_some() {
+        if !dirs.iter().any(|d| d.join("librccl.so").exists()) {
+            let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            println!("cargo:warning=feature rccl: no librccl.so in {} (set CANDLE_ROCM_LIB_DIR or ROCM_PATH); linking -lrccl anyway", looked.join(", "));
+        }
+        println!("cargo:rustc-link-lib=dylib=rccl");
+        println!("cargo:rustc-cfg=candle_rocm_rccl");
     }
 }

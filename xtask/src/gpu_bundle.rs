@@ -3,14 +3,16 @@
 //! NVIDIA machine (which has no Rust toolchain):
 //!
 //! * `lib/libamdhip64.so.7`: the forwarding runtime (`hip-on-cuda`), which
-//!   exports the HIP runtime, rocBLAS and rocRAND entry points over CUDA, with
-//!   ROCm 7.2's soname and symbol version nodes; `lib/librocblas.so.5` and
-//!   `lib/librocrand.so.1`: empty libraries with those sonames that depend on
-//!   it, so that every rocBLAS/rocRAND reference binds to the one forwarder
-//!   (one copy of its state);
+//!   exports the HIP runtime, rocBLAS, rocRAND and RCCL entry points over
+//!   CUDA (RCCL's over NCCL), with ROCm 7.2's soname and symbol version nodes;
+//!   `lib/librocblas.so.5`, `lib/librocrand.so.1` and `lib/librccl.so.1`:
+//!   empty libraries with those sonames that depend on it, so that every
+//!   rocBLAS/rocRAND/RCCL reference binds to the one forwarder (one copy of
+//!   its state);
 //! * `bin/<group>/<test>`: the test binaries of candle-core and candle-nn
 //!   (their libraries and every upstream test file), of the parity tests in
-//!   `tests/scratch-rocm` and of the HIP layer, built with feature `rocm`;
+//!   `tests/scratch-rocm` and of the HIP layer, built with feature `rocm` (the
+//!   HIP layer with its feature `rccl`: its communicator tests);
 //! * `tests.tsv`: for each binary its group and the directory it runs in
 //!   (relative to the repository root: upstream tests read data files);
 //! * `BUNDLE.txt`: what was built, from which commit, against what, and the sizes;
@@ -21,7 +23,7 @@
 //! **The binaries have the ABI of a user's build against ROCm 7.2**: they are
 //! linked against stub libraries made from the export lists (names, ELF symbol
 //! versions, kinds, bindings) of ROCm 7.2's `libamdhip64.so.7`,
-//! `librocblas.so.5` and `librocrand.so.1`, read from a ROCm 7.2 root
+//! `librocblas.so.5`, `librocrand.so.1` and `librccl.so.1`, read from a ROCm 7.2 root
 //! (`--rocm-root`, default `target/rocm/7.2/root`, made by `cargo xtask
 //! rocm-root 7.2`), so they record `DT_NEEDED libamdhip64.so.7` and
 //! `hipMalloc@hip_4.2` exactly as a binary linked on a ROCm 7.2 machine does.
@@ -58,13 +60,14 @@ const BUNDLE_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
 /// The ROCm release whose ABI the binaries are linked against (what users run).
 const ROCM_RELEASE: &str = "7.2";
 /// Its libraries (`rocm-releases.toml`, `sonames` of the release): the HIP
-/// runtime, rocBLAS, rocRAND, with the `-l` name candle-rocm-hip's build
+/// runtime, rocBLAS, rocRAND, RCCL, with the `-l` name candle-rocm-hip's build
 /// script links each by and the prefix of the entry points the forwarder
-/// implements for it.
-const LIBRARIES: [RocmLibrary; 3] = [
+/// implements for it (RCCL keeps NCCL's names; `pnccl` are its profiling aliases).
+const LIBRARIES: [RocmLibrary; 4] = [
     RocmLibrary { link_name: "amdhip64", soname: "libamdhip64.so.7", prefixes: &["hip", "__hip"] },
     RocmLibrary { link_name: "rocblas", soname: "librocblas.so.5", prefixes: &["rocblas_"] },
     RocmLibrary { link_name: "rocrand", soname: "librocrand.so.1", prefixes: &["rocrand_"] },
+    RocmLibrary { link_name: "rccl", soname: "librccl.so.1", prefixes: &["nccl", "pnccl"] },
 ];
 /// Where the ROCm 7.2 root's libraries are, below the root.
 const ROOT_LIB_DIRS: [&str; 3] = ["usr/lib/x86_64-linux-gnu", "opt/rocm/lib", "usr/lib"];
@@ -91,7 +94,7 @@ pub struct BundleArgs {
     archs: String,
     /// A ROCm 7.2 root (`cargo xtask rocm-root 7.2`; its libraries in
     /// usr/lib/x86_64-linux-gnu): the binaries are linked against stubs of its
-    /// libamdhip64.so.7, librocblas.so.5 and librocrand.so.1. Default
+    /// libamdhip64.so.7, librocblas.so.5, librocrand.so.1 and librccl.so.1. Default
     /// target/rocm/7.2/root; when that has not been made, the stubs are made
     /// from the forwarder's own exports instead (BUNDLE.txt says which). A root
     /// named here must exist.
@@ -100,7 +103,7 @@ pub struct BundleArgs {
     /// Prepare only what a binary built elsewhere and linked as the bundle's
     /// binaries are needs (bench/backend/build.sh): the forwarder, the stub
     /// link directory, and DIR laid out as the bundle's lib/ (the forwarder
-    /// as libamdhip64.so.7, librocblas.so.5, librocrand.so.1); prints the
+    /// as libamdhip64.so.7, librocblas.so.5, librocrand.so.1, librccl.so.1); prints the
     /// environment the bundle's binaries are built with, one KEY=VALUE line
     /// each. No test binaries, no bundle.
     #[arg(long, value_name = "DIR")]
@@ -249,10 +252,11 @@ pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
             manifest: "tests/scratch-rocm/Cargo.toml",
             args: vec!["--features".into(), "rocm".into(), "--tests".into()],
         },
+        // the HIP layer, with RCCL: its communicator tests (world size 1) over NCCL
         TestBuild {
             group: "candle-rocm-hip",
             manifest: "rocm-runtime/hip/Cargo.toml",
-            args: vec!["--lib".into()],
+            args: vec!["--lib".into(), "--features".into(), "rccl".into()],
         },
     ];
     let mut binaries = Vec::new();
@@ -318,7 +322,7 @@ pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
 }
 
 /// The bundle's `lib/` in `dir`: the forwarder as `libamdhip64.so.7`, and
-/// `librocblas.so.5` / `librocrand.so.1` empty and depending on it.
+/// `librocblas.so.5` / `librocrand.so.1` / `librccl.so.1` empty and depending on it.
 fn bundle_lib(forwarder: &Path, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::copy(forwarder, dir.join(LIBRARIES[0].soname))
@@ -483,7 +487,7 @@ fn default_rocm_root() -> PathBuf {
     rocm_root::RocmRoot { release: ROCM_RELEASE.into(), dir: rocm_root::default_dir(Path::new(""), ROCM_RELEASE) }.root()
 }
 
-/// The ROCm 7.2 root and the paths of its three libraries (in `LIBRARIES`'
+/// The ROCm 7.2 root and the paths of its four libraries (in `LIBRARIES`'
 /// order), or `None` when no root was named and the default one is not there
 /// (or lacks one of them).
 fn rocm_root_libraries(root: &Path, named: Option<&Path>) -> Result<Option<(PathBuf, Vec<PathBuf>)>> {
@@ -641,7 +645,7 @@ fn read_exports(path: &Path) -> Result<Exports> {
 
 impl Exports {
     /// The forwarder's exports that stand for `library`: its entry points (the
-    /// HIP runtime takes everything that is not rocBLAS's or rocRAND's), under
+    /// HIP runtime takes everything that is not rocBLAS's, rocRAND's or RCCL's), under
     /// its soname; only the HIP runtime has version nodes.
     fn part(&self, library: &RocmLibrary) -> Exports {
         let hip = library.soname == LIBRARIES[0].soname;
@@ -769,7 +773,7 @@ fn soname_library(dest: &Path, needed_dir: &Path, needed: &str, nodes: &[(String
 }
 
 /// Checks what the binaries import from the ROCm libraries: their `DT_NEEDED`
-/// ROCm libraries are the sonames of `LIBRARIES`, and each HIP/rocBLAS/rocRAND
+/// ROCm libraries are the sonames of `LIBRARIES`, and each HIP/rocBLAS/rocRAND/RCCL
 /// symbol they import is defined by the forwarder with the same version, and by
 /// the library they were linked against. Returns a summary for BUNDLE.txt.
 fn check_imports(binaries: &[TestBinary], forwarder: &Path, link_dir: &Path) -> Result<String> {
@@ -785,7 +789,7 @@ fn check_imports(binaries: &[TestBinary], forwarder: &Path, link_dir: &Path) -> 
     }
     let versions: BTreeSet<&str> = report.imported.keys().filter_map(|s| s.version.as_deref()).collect();
     Ok(format!(
-        "imports checked: {} binaries need {}; they import {} HIP/rocBLAS/rocRAND symbols ({} versioned, nodes {}), \
+        "imports checked: {} binaries need {}; they import {} HIP/rocBLAS/rocRAND/RCCL symbols ({} versioned, nodes {}), \
          each defined by the forwarder (lib/{}) with the same version",
         binaries.len(),
         report.needed.iter().map(|(l, n)| format!("{l} ({n})")).collect::<Vec<_>>().join(", "),
@@ -851,7 +855,7 @@ mod tests {
     }
 
     /// Without a root, the forwarder's exports are split by entry-point prefix
-    /// under the three sonames; only the HIP runtime keeps the version nodes.
+    /// under the four sonames; only the HIP runtime keeps the version nodes.
     #[test]
     fn forwarder_parts() {
         let f = |v: Option<&str>| Symbol { version: v.map(String::from), kind: SymbolKind::Function, weak: false, size: 0 };
@@ -863,6 +867,7 @@ mod tests {
                 ("__hipRegisterFatBinary".into(), f(Some("hip_4.2"))),
                 ("rocblas_sgemm".into(), f(None)),
                 ("rocrand_set_seed".into(), f(None)),
+                ("ncclAllReduce".into(), f(None)),
             ]),
         };
         let parts: Vec<Exports> = LIBRARIES.iter().map(|l| forwarder.part(l)).collect();
@@ -870,6 +875,7 @@ mod tests {
         assert_eq!(names(&parts[0]), ["__hipRegisterFatBinary", "hipMalloc"]);
         assert_eq!(names(&parts[1]), ["rocblas_sgemm"]);
         assert_eq!(names(&parts[2]), ["rocrand_set_seed"]);
+        assert_eq!(names(&parts[3]), ["ncclAllReduce"]);
         assert_eq!((parts[0].nodes.len(), parts[1].nodes.len(), parts[2].soname.as_str()), (1, 0, "librocrand.so.1"));
     }
 

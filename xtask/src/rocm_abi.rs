@@ -1,5 +1,5 @@
 //! What built binaries import from a ROCm release, against what its libraries
-//! export: every HIP, rocBLAS and rocRAND symbol by name and ELF symbol
+//! export: every HIP, rocBLAS, rocRAND and RCCL symbol by name and ELF symbol
 //! version (`hipMalloc@hip_4.2`), and the sonames they need.
 //!
 //! A binary linked against one release and run on another fails at load time
@@ -91,12 +91,12 @@ pub fn read(path: &Path) -> Result<DynamicSymbols> {
 
 /// Whether an unversioned import is one of ROCm's (the libraries checked here).
 fn is_rocm_name(name: &str) -> bool {
-    ["hip", "rocblas_", "rocrand_"].iter().any(|p| name.starts_with(p))
+    ["hip", "rocblas_", "rocrand_", "nccl"].iter().any(|p| name.starts_with(p))
 }
 
 /// Whether a needed library is one a ROCm release provides.
 fn is_rocm_library(soname: &str) -> bool {
-    ["libamdhip64.so", "librocblas.so", "librocrand.so", "libhiprtc.so", "libhsa-runtime64.so", "libhipblas.so"].iter().any(|p| soname.starts_with(p))
+    ["libamdhip64.so", "librocblas.so", "librocrand.so", "librccl.so", "libhiprtc.so", "libhsa-runtime64.so", "libhipblas.so"].iter().any(|p| soname.starts_with(p))
 }
 
 /// The outcome of [`check`].
@@ -191,7 +191,8 @@ mod tests {
         let me = std::env::current_exe().unwrap();
         let report = check(&[me.clone()], &[]).unwrap();
         assert!(report.imported.is_empty() && report.is_complete(), "{report}");
-        assert!(is_rocm_library("libamdhip64.so.7") && !is_rocm_library("libc.so.6"));
+        assert!(is_rocm_library("libamdhip64.so.7") && is_rocm_library("librccl.so.1") && !is_rocm_library("libc.so.6"));
+        assert!(is_rocm_name("ncclAllReduce") && is_rocm_name("rocrand_set_seed") && !is_rocm_name("malloc"));
         assert!(read(Path::new("/nonexistent")).unwrap_err().to_string().starts_with("reading /nonexistent"));
         let not_elf = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(not_elf.path(), b"not an ELF file at all").unwrap();

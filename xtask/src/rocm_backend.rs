@@ -1,10 +1,12 @@
 //! `cargo xtask rocm-backend --rocm RELEASE`: the generated candle-core and
 //! candle-nn, feature `rocm`, built and linked inside a ROCm release's root
 //! (`rocm_root`) against that release's libamdhip64, rocBLAS and rocRAND, with
-//! its hipcc compiling the kernels; then their test suites run there (no GPU:
-//! the CPU tests run, every ROCm test says it skipped), and every
-//! HIP/rocBLAS/rocRAND symbol the built binaries import is checked against
-//! what the release's libraries export (`rocm_abi`).
+//! its hipcc compiling the kernels, and the HIP layer's tests (with its
+//! feature `rccl`, linked against RCCL, where the release pins `librccl.so.1`);
+//! then their test suites run there (no GPU: the CPU tests run, every ROCm
+//! test says it skipped), and every HIP/rocBLAS/rocRAND/RCCL symbol the built
+//! binaries import is checked against what the release's libraries export
+//! (`rocm_abi`).
 //!
 //! The build uses the root's own cargo and rustc (sid's), a target directory
 //! of its own (`target/rocm/RELEASE/cargo-target`) and the host's cargo home
@@ -16,7 +18,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::rocm_root::{self, Releases, RocmRoot};
+use crate::rocm_root::{self, Release, Releases, RocmRoot};
 use crate::test_artifacts::test_artifacts;
 use crate::{rocm_abi, workspace_root};
 
@@ -38,12 +40,21 @@ pub struct BackendArgs {
 /// selection, and whether its tests run under `--no-run` too. The generated
 /// candle-core and candle-nn with `rocm`, and the HIP layer, whose tests
 /// include the check of the C values it relies on against the release's
-/// headers (`abi_tests.rs`).
-const PACKAGES: [(&str, &[&str], bool); 3] = [
-    ("generated/candle-core/Cargo.toml", &["--features", "rocm", "--lib", "--tests"], false),
-    ("generated/candle-nn/Cargo.toml", &["--features", "rocm", "--lib", "--tests"], false),
-    ("rocm-runtime/hip/Cargo.toml", &["--lib"], true),
-];
+/// headers (`abi_tests.rs`); with its feature `rccl` (RCCL linked) when the
+/// release has RCCL among its libraries (`sonames` in rocm-releases.toml).
+fn packages(release: &Release) -> [(&'static str, &'static [&'static str], bool); 3] {
+    let hip_layer: &'static [&'static str] = if has_rccl(release) { &["--lib", "--features", "rccl"] } else { &["--lib"] };
+    [
+        ("generated/candle-core/Cargo.toml", &["--features", "rocm", "--lib", "--tests"], false),
+        ("generated/candle-nn/Cargo.toml", &["--features", "rocm", "--lib", "--tests"], false),
+        ("rocm-runtime/hip/Cargo.toml", hip_layer, true),
+    ]
+}
+
+/// Whether the release's libraries include RCCL's `librccl.so.N`.
+fn has_rccl(release: &Release) -> bool {
+    release.sonames.iter().any(|s| s.starts_with("librccl.so."))
+}
 
 pub fn run(args: BackendArgs) -> Result<ExitCode> {
     let workspace = workspace_root();
@@ -52,7 +63,7 @@ pub fn run(args: BackendArgs) -> Result<ExitCode> {
     let root = rocm_root::ensure(&args.rocm, None, None)?;
     let target_dir = root.dir.join("cargo-target");
     let mut binaries = Vec::new();
-    for (manifest, selection, _) in PACKAGES {
+    for (manifest, selection, _) in packages(release) {
         let start = Instant::now();
         let built = cargo_tests(&root, &workspace, manifest, selection, &target_dir, &args.archs, true)?;
         println!("{manifest}: {} test binaries built and linked in the ROCm {} root in {:.0} s", built.len(), args.rocm, start.elapsed().as_secs_f64());
@@ -64,7 +75,7 @@ pub fn run(args: BackendArgs) -> Result<ExitCode> {
     if !report.is_complete() {
         bail!("the built binaries import symbols ROCm {} does not export (above)", args.rocm);
     }
-    for (manifest, selection, always) in PACKAGES {
+    for (manifest, selection, always) in packages(release) {
         if args.no_run && !always {
             continue;
         }
@@ -103,5 +114,19 @@ fn cargo_tests(root: &RocmRoot, workspace: &Path, manifest: &str, selection: &[&
 fn scrub_host_cargo_env(cmd: &mut Command) {
     for var in ["CARGO", "RUSTC", "RUSTDOC", "RUSTC_WRAPPER", "RUSTUP_TOOLCHAIN", "RUSTUP_HOME", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR", "CARGO_MANIFEST_DIR", "CARGO_PKG_NAME"] {
         cmd.env_remove(var);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ROCm 7.2 pins RCCL: the HIP layer is built with `rccl` there; 6.4 does not.
+    #[test]
+    fn the_hip_layer_links_rccl_where_the_release_pins_it() {
+        let (releases, _) = Releases::load(&workspace_root()).unwrap();
+        let selection = |name: &str| packages(releases.get(name).unwrap())[2].1.to_vec();
+        assert_eq!(selection("7.2"), ["--lib", "--features", "rccl"]);
+        assert_eq!(selection("6.4"), ["--lib"]);
     }
 }

@@ -1,8 +1,10 @@
 //! The C values this crate relies on, checked against the installed ROCm's
 //! headers: every enum value and type size the layer passes to or reads from
-//! HIP, rocBLAS and rocRAND (from rocm-rs's bindings or written here) becomes a
-//! C++ `static_assert`, compiled with the found hipcc (`-fsyntax-only`). The
-//! rocBLAS and rocRAND parts are compiled when their headers are installed
+//! HIP, rocBLAS, rocRAND and RCCL (from rocm-rs's bindings or written here)
+//! becomes a C++ `static_assert`, compiled with the found hipcc
+//! (`-fsyntax-only`); for RCCL also the type of every function `nccl::sys`
+//! declares, from the Rust declaration (`std::is_same` against the header's).
+//! The rocBLAS, rocRAND and RCCL parts are compiled when their headers are installed
 //! (`__has_include`); the test prints which parts were checked, and says
 //! plainly when no hipcc was found. Not checked: `hipStreamPerThread`
 //! (`sys::HIP_STREAM_PER_THREAD`), a pointer constant that no `static_assert` can read. `cargo xtask rocm-backend` runs it inside
@@ -10,6 +12,7 @@
 use crate::blas::result::RocblasError;
 use crate::blas::sys as blas;
 use crate::driver::sys::hip;
+use crate::nccl::sys as nccl;
 use crate::rand::result::RocrandError;
 use crate::rand::sys as rand;
 use std::mem::size_of;
@@ -98,7 +101,90 @@ fn rocrand_values() -> Vec<(String, i64)> {
     v
 }
 
-/// The C++ source: HIP's asserts always, rocBLAS's and rocRAND's when their headers exist.
+fn rccl_values() -> Vec<(String, i64)> {
+    use nccl::{ncclDataType_t as d, ncclRedOp_t as o, ncclResult_t as r};
+    let mut v: Vec<(String, i64)> = [
+        ("NCCL_UNIQUE_ID_BYTES", nccl::NCCL_UNIQUE_ID_BYTES as i64),
+        ("sizeof(ncclUniqueId)", size_of::<nccl::ncclUniqueId>() as i64),
+        ("sizeof(ncclResult_t)", size_of::<r>() as i64),
+        ("sizeof(ncclDataType_t)", size_of::<d>() as i64),
+        ("sizeof(ncclRedOp_t)", size_of::<o>() as i64),
+        ("sizeof(ncclComm_t)", size_of::<nccl::ncclComm_t>() as i64),
+        ("ncclNumResults", r::ncclNumResults.0 as i64),
+        ("ncclInt8", d::ncclInt8 as i64),
+        ("ncclUint8", d::ncclUint8 as i64),
+        ("ncclInt32", d::ncclInt32 as i64),
+        ("ncclUint32", d::ncclUint32 as i64),
+        ("ncclInt64", d::ncclInt64 as i64),
+        ("ncclUint64", d::ncclUint64 as i64),
+        ("ncclFloat16", d::ncclFloat16 as i64),
+        ("ncclFloat32", d::ncclFloat32 as i64),
+        ("ncclFloat64", d::ncclFloat64 as i64),
+        ("ncclBfloat16", d::ncclBfloat16 as i64),
+        ("ncclSum", o::ncclSum as i64),
+        ("ncclProd", o::ncclProd as i64),
+        ("ncclMax", o::ncclMax as i64),
+        ("ncclMin", o::ncclMin as i64),
+        ("ncclAvg", o::ncclAvg as i64),
+    ]
+    .into_iter()
+    .map(|(e, v)| (e.to_string(), v))
+    .collect();
+    // the status names this crate prints, by value
+    v.extend((0..8).map(|s| (r(s).name().unwrap().to_string(), s as i64)));
+    v
+}
+
+/// The C spelling of a Rust type of `nccl::sys`'s declarations (`*const c_void` → `const void*`).
+fn c_type(rust: &str) -> Option<String> {
+    if let Some(t) = rust.strip_prefix("*const ") {
+        return Some(format!("const {}*", c_type(t)?));
+    }
+    if let Some(t) = rust.strip_prefix("*mut ") {
+        return Some(format!("{}*", c_type(t)?));
+    }
+    let c = match rust {
+        "c_int" => "int",
+        "c_char" => "char",
+        "c_void" => "void",
+        "usize" => "size_t",
+        "CUstream" => "hipStream_t",
+        t if t.starts_with("nccl") => t,
+        _ => return None,
+    };
+    Some(c.into())
+}
+
+/// `static_assert`s that each declared function has the header's type.
+fn rccl_signatures() -> String {
+    nccl::STATUS_FUNCTIONS
+        .iter()
+        .chain(nccl::STRING_FUNCTIONS)
+        .map(|(name, args, ret)| {
+            let c = |t: &str| c_type(t).unwrap_or_else(|| panic!("abi_tests: no C spelling for `{t}` of {name} (add it to c_type)"));
+            let args: Vec<String> = args.iter().map(|a| c(a)).collect();
+            let ty = format!("{}(*)({})", c(ret), args.join(", "));
+            format!("static_assert(std::is_same<decltype(&{name}), {ty}>::value, \"{name} is not {ty}\");\n")
+        })
+        .collect()
+}
+
+#[test]
+fn rust_types_have_c_spellings() {
+    assert_eq!(c_type("*mut ncclComm_t").as_deref(), Some("ncclComm_t*"));
+    assert_eq!(c_type("*const c_void").as_deref(), Some("const void*"));
+    assert_eq!(c_type("*const c_char").as_deref(), Some("const char*"));
+    assert_eq!(c_type("usize").as_deref(), Some("size_t"));
+    assert_eq!(c_type("*mut u32"), None);
+    let signatures = rccl_signatures();
+    assert_eq!(signatures.lines().count(), nccl::STATUS_FUNCTIONS.len() + nccl::STRING_FUNCTIONS.len());
+    assert!(signatures.contains(
+        "decltype(&ncclCommInitRank), ncclResult_t(*)(ncclComm_t*, int, ncclUniqueId, int)>"
+    ), "{signatures}");
+    assert!(signatures.contains("decltype(&ncclGroupStart), ncclResult_t(*)()>"), "{signatures}");
+}
+
+/// The C++ source: HIP's asserts always, rocBLAS's, rocRAND's and RCCL's when their headers exist.
 fn source() -> String {
     let asserts = |values: Vec<(String, i64)>| -> String {
         values.iter().map(|(expr, v)| format!("static_assert((long long)({expr}) == {v}LL, \"{expr} is not {v}\");\n")).collect()
@@ -106,10 +192,13 @@ fn source() -> String {
     format!(
         "#include <stdint.h>\n#include <hip/hip_runtime_api.h>\n{}\
          #if __has_include(<rocblas/rocblas.h>)\n#include <rocblas/rocblas.h>\n#pragma message(\"checked: rocblas\")\n{}#endif\n\
-         #if __has_include(<rocrand/rocrand.h>)\n#include <rocrand/rocrand.h>\n#pragma message(\"checked: rocrand\")\n{}#endif\n",
+         #if __has_include(<rocrand/rocrand.h>)\n#include <rocrand/rocrand.h>\n#pragma message(\"checked: rocrand\")\n{}#endif\n\
+         #if __has_include(<rccl/rccl.h>)\n#include <type_traits>\n#include <rccl/rccl.h>\n#pragma message(\"checked: rccl\")\n{}{}#endif\n",
         asserts(hip_values()),
         asserts(rocblas_values()),
-        asserts(rocrand_values())
+        asserts(rocrand_values()),
+        asserts(rccl_values()),
+        rccl_signatures()
     )
 }
 
@@ -141,7 +230,7 @@ fn values_match_the_installed_rocm_headers() {
     let _ = std::fs::remove_dir_all(&dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{} rejects the values this crate uses:\n{stderr}", hipcc.display());
-    let checked: Vec<&str> = ["rocblas", "rocrand"].into_iter().filter(|l| stderr.contains(&format!("checked: {l}"))).collect();
+    let checked: Vec<&str> = ["rocblas", "rocrand", "rccl"].into_iter().filter(|l| stderr.contains(&format!("checked: {l}"))).collect();
     println!(
         "checked against {}'s headers: {} HIP values{}",
         hipcc.display(),

@@ -7,12 +7,13 @@
 //! | `cudarc::driver`        | [`driver`] (HIP runtime)          |
 //! | `cudarc::cublas`        | [`blas`] (rocBLAS)                |
 //! | `cudarc::curand`        | [`rand`] (rocRAND)                |
+//! | `cudarc::nccl`          | [`nccl`] (RCCL, feature `rccl`)   |
 //! | `cudarc::nvrtc`         | [`rtc`] (error type only)         |
 //!
 //! Raw HIP calls go through `rocm_rs::hip::bindings` (generated from HIP 7.1
-//! headers, only functions that exist since ROCm 5 are used). rocBLAS and rocRAND
-//! are declared here (a dozen functions) so that they can be left unlinked: see
-//! `build.rs` and [`unlinked_ffi!`].
+//! headers, only functions that exist since ROCm 5 are used). rocBLAS, rocRAND
+//! and RCCL are declared here (a few dozen functions) so that they can be left
+//! unlinked: see `build.rs` and [`unlinked_ffi!`].
 
 /// Declares the foreign functions of an optional library.
 ///
@@ -21,7 +22,17 @@
 /// same signature that ignores its arguments and returns `$unlinked`, a status
 /// value that the library never returns and that the error types print as
 /// "library not linked". Code type-checks and links the same way either way.
+///
+/// `signatures NAME;` after `$unlinked` also declares, for the tests,
+/// `NAME: &[(name, [argument types], return type)]` with the Rust types as
+/// written, which `abi_tests.rs` compares with the C header's declarations.
 macro_rules! unlinked_ffi {
+    ($cfg:ident, $unlinked:expr; signatures $sigs:ident; $(pub fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty;)*) => {
+        unlinked_ffi! { $cfg, $unlinked; $(pub fn $name($($arg: $ty),*) -> $ret;)* }
+        #[cfg(test)]
+        pub(crate) const $sigs: &[(&str, &[&str], &str)] =
+            &[$((stringify!($name), &[$(stringify!($ty)),*], stringify!($ret))),*];
+    };
     ($cfg:ident, $unlinked:expr; $(pub fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty;)*) => {
         #[cfg($cfg)]
         extern "C" { $(pub fn $name($($arg: $ty),*) -> $ret;)* }
@@ -35,6 +46,7 @@ macro_rules! unlinked_ffi {
 
 pub mod blas;
 pub mod driver;
+pub mod nccl;
 pub mod rand;
 pub mod rtc;
 
@@ -42,3 +54,5 @@ pub mod rtc;
 mod tests;
 #[cfg(test)]
 mod abi_tests;
+#[cfg(test)]
+mod nccl_tests;

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize};
 use std::sync::Arc;
 
 /// A context/stream pair that never reaches HIP: null stream, no events.
-fn fake_stream() -> Arc<HipStream> {
+pub(crate) fn fake_stream() -> Arc<HipStream> {
     let ctx = Arc::new(HipContext {
         device: 0,
         ordinal: 0,
@@ -24,7 +24,7 @@ fn fake_stream() -> Arc<HipStream> {
 }
 
 /// A slice at device address 0, which `Drop` never frees.
-fn fake_slice<T>(len: usize, stream: &Arc<HipStream>) -> HipSlice<T> {
+pub(crate) fn fake_slice<T>(len: usize, stream: &Arc<HipStream>) -> HipSlice<T> {
     HipSlice { ptr: 0, len, read: None, write: None, stream: stream.clone(), marker: PhantomData }
 }
 
