@@ -123,7 +123,7 @@ mod tests {
     #[test]
     fn unmirrorable_feature_drops_the_node() {
         assert!(run("#[cfg(feature = \"cudnn\")]").1);
-        assert!(run("#[cfg(all(feature = \"rocm\", feature = \"nccl\"))]").1);
+        assert!(run("#[cfg(all(feature = \"rocm\", feature = \"cutile\"))]").1);
     }
 
     #[test]

@@ -84,8 +84,10 @@ pub const WORDS: &[(&str, &str)] = &[
 /// packages is told about both GPU backends.
 pub const FEATURE_HINTS: &[(&str, &str)] = &[("`--features cuda`", "`--features cuda` (NVIDIA) or `--features rocm` (AMD)")];
 
-/// Cargo features: `cfg(feature = "cuda")` → `cfg(feature = "rocm")`.
-pub const FEATURES: &[(&str, &str)] = &[("cuda", "rocm")];
+/// Cargo features: `cfg(feature = "cuda")` → `cfg(feature = "rocm")`; a
+/// manifest's CUDA feature gets its twin under this name (NCCL's collectives
+/// are RCCL's on ROCm: `nccl` → `rccl`).
+pub const FEATURES: &[(&str, &str)] = &[("cuda", "rocm"), ("nccl", "rccl")];
 
 /// Words inside string literals of ROCm twins and mirrored files, so that
 /// messages and display strings name the ROCm device (`"cuda:{gpu_id}"` →
@@ -104,7 +106,6 @@ pub const CUDA_MARKERS: &[&str] = &["cuda", "cudarc", "cublas", "curand", "nvrtc
 pub const UNMIRRORABLE_FEATURES: &[(&str, &str)] = &[
     ("cudnn", "cuDNN convolutions: the ROCm counterpart is MIOpen, which this backend does not bind; convolutions use the generated im2col/col2im kernels and rocBLAS"),
     ("cutile", "cuTile kernels are written in NVIDIA's tile language and have no HIP translation"),
-    ("nccl", "NCCL collectives: the ROCm counterpart is RCCL, which this backend does not bind"),
 ];
 
 /// Dependencies of the `cuda` features in upstream manifests and what the
@@ -114,6 +115,8 @@ pub const FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
     ("cudarc", "dep:candle-rocm-hip"),
     ("dep:cudarc", "dep:candle-rocm-hip"),
     ("dep:candle-kernels", "dep:candle-rocm-kernels"),
+    // NCCL through cudarc → RCCL through the HIP layer (`candle_rocm_hip::nccl`)
+    ("cudarc/nccl", "candle-rocm-hip/rccl"),
     ("candle/cuda", "candle/rocm"),
     ("candle-nn/cuda", "candle-nn/rocm"),
     ("candle-transformers/cuda", "candle-transformers/rocm"),
