@@ -61,5 +61,10 @@ echo "built $built example binaries"
 # 80 MB each: the binaries are not needed past this point
 rm -rf "$gen_target/debug/examples"
 
+echo "== the tensor-parallel program (tests/tensor-parallel: features rocm + rccl, the twin of upstream's nccl) type-checks"
+echo "   (it links librccl.so.1: the GPU run builds it with tests/tensor-parallel/build.sh against ROCm 7.2's ABI)"
+CARGO_INCREMENTAL=0 CANDLE_ROCM_ARCHS=gfx1030 SKIP_BINDGEN=1 \
+  cargo check --manifest-path tests/tensor-parallel/Cargo.toml --target-dir "$gen_target"
+
 echo "== unit, golden, CLI, AMD compile and kernel parity tests"
 cargo test --workspace -- --nocapture

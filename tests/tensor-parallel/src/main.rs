@@ -1,0 +1,207 @@
+//! `tensor-parallel`: greedy decoding of a made-up llama-shaped model (src/model.rs) split
+//! over one process per GPU, the all-reduces over RCCL; or, with `--single`, the whole model
+//! in one process without a communicator: the reference run.sh compares with.
+//!
+//!   tensor-parallel --rank R --world N --id-file FILE --out PREFIX [options]
+//!   tensor-parallel --single --out PREFIX [options]
+//!
+//! Options: `--dtype f32|bf16|f16` (default f32), `--steps S` (default 32), `--tokens FILE`
+//! (teacher-forced: feed that sequence instead of the model's own choices), `--timeout-s T`
+//! (default 60: the communicator must be up within T s, else every waiting rank fails with a
+//! clear error instead of hanging: a rank that never joins).
+//! Rank 0 makes the communicator's unique id and writes it to FILE (128 bytes as 256 hex
+//! digits, written to FILE.tmp then renamed); the other ranks wait for it (same timeout).
+//! Before the first step the ranks compare their settings (dtype, steps, model shape) with
+//! an all-gather: ranks started with different dtypes fail with an error naming both.
+//! Rank 0 (or the single process) writes PREFIX.tokens (prompt and generated ids) and
+//! PREFIX.logits (every step's logits: u32 steps, u32 vocab, f32 values).
+
+mod all_reduce;
+mod model;
+
+use candle_core::rocm_backend::candle_rocm_hip::driver::HipContext;
+use candle_core::rocm_backend::candle_rocm_hip::nccl::safe::{Comm, Id};
+use candle_core::{DType, Device};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+const PROMPT: [u32; 8] = [11, 97, 203, 5, 388, 41, 460, 150];
+
+struct Args {
+    single: bool,
+    rank: usize,
+    world: usize,
+    id_file: Option<PathBuf>,
+    out: PathBuf,
+    dtype: DType,
+    steps: usize,
+    tokens: Option<PathBuf>,
+    timeout: Duration,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args { single: false, rank: 0, world: 1, id_file: None, out: PathBuf::new(), dtype: DType::F32, steps: 32, tokens: None, timeout: Duration::from_secs(60) };
+    let mut out = None;
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        let number = |v: String, flag: &str| v.parse::<usize>().map_err(|_| format!("{flag} `{v}` is not a number"));
+        match flag.as_str() {
+            "--single" => a.single = true,
+            "--rank" => a.rank = number(value()?, "--rank")?,
+            "--world" => a.world = number(value()?, "--world")?,
+            "--id-file" => a.id_file = Some(value()?.into()),
+            "--out" => out = Some(PathBuf::from(value()?)),
+            "--steps" => a.steps = number(value()?, "--steps")?,
+            "--tokens" => a.tokens = Some(value()?.into()),
+            "--timeout-s" => a.timeout = Duration::from_secs(number(value()?, "--timeout-s")? as u64),
+            "--dtype" => {
+                a.dtype = match value()?.as_str() {
+                    "f32" => DType::F32,
+                    "bf16" => DType::BF16,
+                    "f16" => DType::F16,
+                    other => return Err(format!("--dtype `{other}`: f32, bf16 or f16")),
+                }
+            }
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    a.out = out.ok_or("--out PREFIX is required")?;
+    if !a.single {
+        if a.id_file.is_none() {
+            return Err("--id-file FILE is required (or --single)".into());
+        }
+        if a.world == 0 || a.rank >= a.world {
+            return Err(format!("--rank {} is not below --world {}", a.rank, a.world));
+        }
+    }
+    Ok(a)
+}
+
+/// The unique id: made and written by rank 0, read by the others once it is there.
+fn exchange_id(a: &Args, deadline: Instant) -> Result<Id, String> {
+    let path = a.id_file.as_deref().expect("checked by parse_args");
+    if a.rank == 0 {
+        let id = Id::new().map_err(|e| format!("making the communicator id: {e}"))?;
+        let hex: String = id.internal().iter().map(|b| format!("{:02x}", *b as u8)).collect();
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, hex + "\n").and_then(|_| std::fs::rename(&tmp, path)).map_err(|e| format!("{}: {e}", path.display()))?;
+        return Ok(id);
+    }
+    loop {
+        match std::fs::read_to_string(path) {
+            Ok(text) => return parse_id(path, text.trim()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("rank {}: no communicator id from rank 0 in {}: {e} (did rank 0 start?)", a.rank, path.display())),
+        }
+    }
+}
+
+fn parse_id(path: &Path, hex: &str) -> Result<Id, String> {
+    let bad = |why: String| format!("{}: not a communicator id: {why} (rank 0 writes 128 bytes as 256 hex digits)", path.display());
+    if hex.len() != 256 {
+        return Err(bad(format!("{} characters", hex.len())));
+    }
+    let bytes = (0..128).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)).collect::<Result<Vec<u8>, _>>().map_err(|e| bad(e.to_string()))?;
+    Id::from_bytes(&bytes).map_err(|e| bad(e.to_string()))
+}
+
+/// Fails every rank whose settings differ from another rank's (dtype, steps, model shape):
+/// collectives over mismatched buffers would hang or mix types.
+fn check_same_settings(comm: &Comm, a: &Args) -> Result<(), String> {
+    let dtype_code = match a.dtype { DType::F32 => 0, DType::BF16 => 1, _ => 2 };
+    let mine = [dtype_code, a.steps as i32, model::HIDDEN as i32, model::LAYERS as i32];
+    let stream = comm.stream();
+    let send = stream.memcpy_stod(&mine).map_err(|e| format!("{e:?}"))?;
+    let mut all = stream.alloc_zeros::<i32>(mine.len() * a.world).map_err(|e| format!("{e:?}"))?;
+    comm.all_gather(&send, &mut all).map_err(|e| format!("all_gather of the settings: {e}"))?;
+    let all = stream.memcpy_dtov(&all).map_err(|e| format!("{e:?}"))?;
+    for (r, theirs) in all.chunks(mine.len()).enumerate() {
+        if theirs != mine {
+            let name = |c: i32| ["f32", "bf16", "f16"].get(c as usize).copied().unwrap_or("?");
+            return Err(format!(
+                "rank {}: rank {r} runs with other settings: dtype {} / steps {} / hidden {} / layers {}, this rank dtype {} / steps {} / hidden {} / layers {}",
+                a.rank, name(theirs[0]), theirs[1], theirs[2], theirs[3], name(mine[0]), mine[1], mine[2], mine[3]
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn run(a: &Args) -> Result<(), String> {
+    // the id first: a corrupt or truncated id file is said before anything else
+    let deadline = Instant::now() + a.timeout;
+    let id = if a.single { None } else { Some(exchange_id(a, deadline)?) };
+    let gpus = HipContext::device_count().map_err(|e| format!("counting GPUs: {e:?}"))? as usize;
+    let ordinal = if a.single { 0 } else { a.rank };
+    if ordinal >= gpus {
+        return Err(format!("rank {}: world size {} needs {} GPUs, this machine has {gpus}", a.rank, a.world, a.world));
+    }
+    let device = Device::new_rocm(ordinal).map_err(|e| e.to_string())?;
+    let comm = if let Some(id) = id {
+        // a rank that never joins leaves ncclCommInitRank waiting: the watchdog ends this
+        // process with an error instead of letting it hang
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let (rank, world, timeout) = (a.rank, a.world, a.timeout);
+        std::thread::spawn(move || {
+            if wait.recv_timeout(deadline.saturating_duration_since(Instant::now())).is_err() {
+                eprintln!("error: rank {rank}: the communicator of {world} ranks was not up within {} s: a rank never joined", timeout.as_secs());
+                std::process::exit(3);
+            }
+        });
+        let stream = device.as_rocm_device().map_err(|e| e.to_string())?.rocm_stream();
+        let comm = Comm::from_rank(stream, a.rank, a.world, id).map_err(|e| format!("rank {}: {e}", a.rank))?;
+        let _ = done.send(());
+        check_same_settings(&comm, a)?;
+        Some(Rc::new(comm))
+    } else {
+        None
+    };
+    let is_writer = a.single || a.rank == 0;
+    let model = model::Model::new(comm, a.dtype, &device).map_err(|e| e.to_string())?;
+    let forced: Option<Vec<u32>> = match &a.tokens {
+        Some(p) => Some(
+            std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?
+                .split_whitespace().map(|w| w.parse().map_err(|_| format!("{}: `{w}` is not a token id", p.display()))).collect::<Result<_, _>>()?,
+        ),
+        None => None,
+    };
+    let mut tokens = PROMPT.to_vec();
+    let mut all_logits = Vec::new();
+    let start = Instant::now();
+    for step in 0..a.steps {
+        let logits = model.next_logits(&tokens).map_err(|e| format!("step {step}: {e}"))?;
+        let next = match &forced {
+            Some(f) => *f.get(PROMPT.len() + step).ok_or_else(|| format!("--tokens has fewer than {} tokens", PROMPT.len() + a.steps))?,
+            None => logits.iter().enumerate().fold(0, |b, (i, x)| if *x > logits[b] { i } else { b }) as u32,
+        };
+        tokens.push(next);
+        all_logits.push(logits);
+    }
+    let secs = start.elapsed().as_secs_f64();
+    if is_writer {
+        let text: Vec<String> = tokens.iter().map(u32::to_string).collect();
+        let out = |ext: &str| PathBuf::from(format!("{}.{ext}", a.out.display()));
+        std::fs::write(out("tokens"), text.join(" ") + "\n").map_err(|e| format!("{}: {e}", out("tokens").display()))?;
+        let mut bytes = Vec::new();
+        bytes.extend((all_logits.len() as u32).to_le_bytes());
+        bytes.extend((model::VOCAB as u32).to_le_bytes());
+        all_logits.iter().flatten().for_each(|x| bytes.extend(x.to_le_bytes()));
+        std::fs::write(out("logits"), bytes).map_err(|e| format!("{}: {e}", out("logits").display()))?;
+        println!("{} steps in {secs:.3} s: {:.1} tokens/s ({}, world {})", a.steps, a.steps as f64 / secs, if a.single { "single process" } else { "RCCL" }, if a.single { 1 } else { a.world });
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let result = parse_args().and_then(|a| run(&a));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
