@@ -38,8 +38,13 @@ echo "   candle-rocm-kernels' build compiles every kernel for gfx90a + gfx1030 o
 cargo xtask gpu-bundle --archs gfx90a,gfx1030
 
 echo "== the bundle's tests here: no GPU, so the run script says it skips the GPU execution and runs them on the CPU"
-echo "   (candle-core's and candle-nn's suites pass; every ROCm test says it skipped; the parity tests check their coverage)"
-RUST_BACKTRACE=0 bash hip-on-cuda/run-gpu-tests.sh
+echo "   (candle-core's and candle-nn's suites pass; every ROCm test says it skipped; the parity tests check their coverage)."
+echo "   Run from another checkout path (git archive of HEAD), as a maintainer carrying the bundle does: nothing in it may"
+echo "   depend on where it was built"
+elsewhere="$tmp/elsewhere"
+mkdir -p "$elsewhere"
+git archive HEAD | tar -x -C "$elsewhere"
+RUST_BACKTRACE=0 bash "$elsewhere/hip-on-cuda/run-gpu-tests.sh" "$PWD/target/gpu-bundle/bundle"
 
 echo "== other inputs through the release table (cargo xtask releases; README 'Every Candle release'): the translator is not tuned to one release."
 echo "   A checkout-shaped tree (0.10.2's crates.io sources in their workspace form, no git clone): regen --candle-src resolves the"

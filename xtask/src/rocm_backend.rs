@@ -38,14 +38,18 @@ pub struct BackendArgs {
 
 /// The packages built: manifest relative to the workspace root, `cargo test`
 /// selection, and whether its tests run under `--no-run` too. The generated
-/// candle-core and candle-nn with `rocm`, and the HIP layer, whose tests
+/// candle-core (with `rocm`, and `rccl` where the release has RCCL) and
+/// candle-nn with `rocm`, and the HIP layer, whose tests
 /// include the check of the C values it relies on against the release's
 /// headers (`abi_tests.rs`); with its feature `rccl` (RCCL linked) when the
 /// release has RCCL among its libraries (`sonames` in rocm-releases.toml).
 fn packages(release: &Release) -> [(&'static str, &'static [&'static str], bool); 3] {
-    let hip_layer: &'static [&'static str] = if has_rccl(release) { &["--lib", "--features", "rccl"] } else { &["--lib"] };
+    let rccl = has_rccl(release);
+    let hip_layer: &'static [&'static str] = if rccl { &["--lib", "--features", "rccl"] } else { &["--lib"] };
+    // candle-core's `rccl` (the twin of upstream's `nccl`) turns the HIP layer's on
+    let core: &'static [&'static str] = if rccl { &["--features", "rocm,rccl", "--lib", "--tests"] } else { &["--features", "rocm", "--lib", "--tests"] };
     [
-        ("generated/candle-core/Cargo.toml", &["--features", "rocm", "--lib", "--tests"], false),
+        ("generated/candle-core/Cargo.toml", core, false),
         ("generated/candle-nn/Cargo.toml", &["--features", "rocm", "--lib", "--tests"], false),
         ("rocm-runtime/hip/Cargo.toml", hip_layer, true),
     ]
@@ -128,5 +132,8 @@ mod tests {
         let selection = |name: &str| packages(releases.get(name).unwrap())[2].1.to_vec();
         assert_eq!(selection("7.2"), ["--lib", "--features", "rccl"]);
         assert_eq!(selection("6.4"), ["--lib"]);
+        let core = |name: &str| packages(releases.get(name).unwrap())[0].1.to_vec();
+        assert_eq!(core("7.2"), ["--features", "rocm,rccl", "--lib", "--tests"]);
+        assert_eq!(core("6.4"), ["--features", "rocm", "--lib", "--tests"]);
     }
 }

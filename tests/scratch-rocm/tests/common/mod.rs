@@ -53,8 +53,15 @@ pub fn rocm_device(test: &str) -> Option<Device> {
     }
 }
 
+/// A file of this repository, found from where the test runs, never from where it was
+/// built: the package directory (cargo sets CARGO_MANIFEST_DIR when it runs the test; the
+/// GPU bundle's run script starts each binary in its package directory), so a bundle built
+/// in one checkout runs from any other.
 pub fn repo_path(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
+    let package = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::current_dir().expect("the current directory"));
+    package.join("../..").join(rel)
 }
 
 // ---------------------------------------------------------------------------
