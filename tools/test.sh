@@ -71,5 +71,21 @@ echo "   (it links librccl.so.1: the GPU run builds it with tests/tensor-paralle
 CARGO_INCREMENTAL=0 CANDLE_ROCM_ARCHS=gfx1030 SKIP_BINDGEN=1 \
   cargo check --manifest-path tests/tensor-parallel/Cargo.toml --target-dir "$gen_target"
 
+echo "== the collectives benchmark (bench/collectives) built as the GPU machine runs it (ROCm 7.2's ABI, cargo xtask gpu-bundle"
+echo "   --link-only), its unit tests, and a corrupt id file said before any GPU call (the sweep itself: bench/collectives/run.sh)"
+coll_lib="$tmp/collectives-lib"
+coll_lines=$(cargo xtask gpu-bundle --link-only "$coll_lib")
+mapfile -t coll_env <<<"$coll_lines"
+for step in build test; do
+  env "${coll_env[@]}" LD_LIBRARY_PATH="$coll_lib" \
+    cargo "$step" --release --manifest-path bench/collectives/Cargo.toml --target-dir "$PWD/target/gpu-bundle"
+done
+printf 'layer zz\n' >"$tmp/corrupt.id"
+if coll_out=$(LD_LIBRARY_PATH="$coll_lib" target/gpu-bundle/release/allreduce-bandwidth --rank 1 --world 2 \
+    --id-file "$tmp/corrupt.id" --out "$tmp/collectives.tsv" 2>&1) || ! grep -q "not a communicator id file: 1 lines" <<<"$coll_out"; then
+  echo "error: allreduce-bandwidth did not refuse a corrupt id file: $coll_out"; exit 1
+fi
+echo "allreduce-bandwidth refuses a corrupt id file: $coll_out"
+
 echo "== unit, golden, CLI, AMD compile and kernel parity tests"
 cargo test --workspace -- --nocapture

@@ -8,12 +8,15 @@
 //! * `kernel-resources`: per AMD arch and kernel, registers, scratch, LDS, spills,
 //!   occupancy and native dot-product use, beside upstream's sm_90 build (`kernel_resources`);
 //! * `numerics`: the numerics sections (quantized matmul error, teacher-forced logits) of `report`;
+//! * `collectives`: the collectives section (all-reduce bandwidth through our RCCL layer and
+//!   NCCL, tensor-parallel tokens/s) of `report`;
 //! * `report`: BENCHMARKS.md and bench/ratios.png from the result files (`report`).
 //!
 //! The GPU figures (kernel throughput, backend end to end) come from the
 //! scripts under bench/kernels and bench/backend, run on the GPU machine;
 //! their TSV files are read by `report` like the others.
 
+pub mod collectives;
 pub mod kernel_build;
 pub mod kernel_resources;
 pub mod numerics;

@@ -106,6 +106,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         None => writeln!(md, "Not measured yet ({}).\n", EXAMPLES.1)?,
     }
     super::numerics::section(&mut md, &results)?;
+    super::collectives::section(&mut md, &results)?;
     if !families.is_empty() || !backend.is_empty() {
         if !args.check {
             draw(&plot, &args.font, &families, &backend)?;

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# bench/collectives/run.sh OUT_DIR [N]
+#
+# On the GPU machine, from the repository root: what bench/collectives/build.sh built,
+# through hip-on-cuda (HIP over CUDA, RCCL over NCCL), with N processes, one per GPU
+# (default: every GPU):
+#   1. allreduce-bandwidth: the all-reduce over 8 KiB ... 1 GiB through our HIP layer's
+#      RCCL module and through NCCL directly (cudarc), side by side
+#      -> OUT_DIR/collectives-h100.tsv
+#   2. the tensor-parallel model (tests/tensor-parallel), 32 greedy steps, f32 and bf16: its
+#      tokens/s with one process (--single) and with N ranks over RCCL
+#      -> OUT_DIR/tensor-parallel-speed-h100.tsv (dtype, world, tokens_per_s, single_tokens_per_s)
+#   OUT_DIR/logs/: every process's output.
+# Then: cp OUT_DIR/*.tsv bench/results/ && cargo xtask bench report
+# Needs: N NVIDIA GPUs (N = 1 runs everything at world size 1: the layer's overhead, no
+# data between GPUs) and NVIDIA's NCCL, libnccl.so.2: HIP_ON_CUDA_NCCL=PATH, else the ld.so
+# cache, CUDA's lib64, a Python's site-packages/nvidia/nccl/lib (PyTorch's wheel), else a
+# search of the file system. cudarc looks for NCCL as libnccl.so (not .so.2): a link to it
+# is made in WORK_DIR and put on LD_LIBRARY_PATH, and HIP_ON_CUDA_NCCL points hip-on-cuda's
+# forwarder at the same file, so both paths run the same NCCL.
+# Environment: BIN_DIR (default device-carry/collectives[.tar.xz]), KERNELS_DIR, WORK_DIR as
+# bench/backend/setup.sh; MAX_BYTES (default 1073741824), STEPS (default 32).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+[[ $# -ge 1 ]] || { echo "usage: $0 OUT_DIR [N]" >&2; exit 2; }
+out=$(realpath -m "$1")
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "error: no NVIDIA GPU here: this needs ${2:-1 or more} NVIDIA GPU(s) (N, default every GPU), their driver and NVIDIA's NCCL (libnccl.so.2)" >&2
+  exit 1
+fi
+setup_bin=device-carry/collectives
+setup_required="allreduce-bandwidth tensor-parallel lib/librccl.so.1"
+setup_build=bench/collectives/build.sh
+# shellcheck source=bench/backend/setup.sh
+source bench/backend/setup.sh
+mkdir -p "$out/logs"
+gpus=$(nvidia-smi -L | grep -c '^GPU')
+n=${2:-$gpus}
+[[ $n =~ ^[1-9][0-9]*$ ]] || { echo "error: N \`$n\` is not a positive number" >&2; exit 2; }
+(( n <= gpus )) || { echo "error: $n processes need $n GPUs, this machine has $gpus (give N <= $gpus)" >&2; exit 2; }
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+
+# NVIDIA's NCCL, found once; both paths load this file
+nccl=${HIP_ON_CUDA_NCCL:-}
+[[ -z $nccl ]] && nccl=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 / { print $NF; exit }')
+[[ -z $nccl && -e $cuda_libs/libnccl.so.2 ]] && nccl=$cuda_libs/libnccl.so.2
+if [[ -z $nccl ]]; then
+  for py in python3 python /opt/*/.venv/bin/python3; do
+    command -v "$py" >/dev/null 2>&1 || continue
+    nccl=$("$py" - <<'PY' 2>/dev/null
+import glob, os, site, sys
+dirs = site.getsitepackages() + [site.getusersitepackages()] + sys.path
+for d in dirs:
+    for lib in glob.glob(os.path.join(d, "nvidia", "nccl", "lib", "libnccl.so.2")):
+        print(lib); sys.exit(0)
+PY
+)
+    [[ -n $nccl ]] && break
+  done
+fi
+[[ -z $nccl ]] && nccl=$(find / -xdev -name libnccl.so.2 -path '*lib*' 2>/dev/null | head -1)
+if [[ -z $nccl || ! -e $nccl ]]; then
+  echo "error: this needs NVIDIA's NCCL (libnccl.so.2): not in the ld.so cache, $cuda_libs, a Python's site-packages/nvidia/nccl/lib or the file system; set HIP_ON_CUDA_NCCL=PATH" >&2
+  exit 2
+fi
+nccl=$(realpath "$nccl")
+link_dir=$scratch/nccl-link
+mkdir -p "$link_dir"
+ln -sf "$nccl" "$link_dir/libnccl.so"
+echo "nccl: $nccl (cudarc loads it as $link_dir/libnccl.so)"
+env_=("${rocm_env[@]}")
+for i in "${!env_[@]}"; do
+  [[ ${env_[$i]} == LD_LIBRARY_PATH=* ]] && env_[$i]="${env_[$i]}:$link_dir:$(dirname "$nccl")"
+done
+env_+=(HIP_ON_CUDA_NCCL="$nccl" NCCL_DEBUG=WARN)
+status=0
+work=$scratch/collectives
+mkdir -p "$work"
+
+# `ranks NAME WORLD PROGRAM ARGS...`: WORLD processes of PROGRAM, rank r on GPU r, its
+# output in OUT_DIR/logs/NAME.rankR.log; prints the exit codes
+ranks() {
+  local name=$1 world=$2 program=$3; shift 3
+  rm -f "$work/$name.id"
+  local pids=() r
+  for ((r = 0; r < world; r++)); do
+    timeout 900 "${env_[@]}" "$bin/$program" --rank "$r" --world "$world" --id-file "$work/$name.id" "$@" \
+      >"$out/logs/$name.rank$r.log" 2>&1 &
+    pids+=($!)
+  done
+  local rcs=()
+  for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
+  echo "${rcs[*]}"
+}
+all_zero() { [[ $1 =~ ^(0 ?)+$ ]]; }
+
+echo "== all-reduce: $n processes, 8 KiB ... ${MAX_BYTES:-1073741824} bytes, our layer (RCCL API) and NCCL directly"
+rcs=$(ranks allreduce "$n" allreduce-bandwidth --out "$out/collectives-h100.tsv" --max-bytes "${MAX_BYTES:-1073741824}")
+if all_zero "$rcs"; then
+  grep -v '^#' "$out/collectives-h100.tsv"
+else
+  echo "error: allreduce-bandwidth: exit codes $rcs:"; tail -3 "$out"/logs/allreduce.rank*.log; status=1
+fi
+
+echo "== the tensor-parallel model: one process, and $n ranks over RCCL"
+speed_tsv=$out/tensor-parallel-speed-h100.tsv
+{
+  echo "# gpu: $gpu"
+  echo "# model: tests/tensor-parallel (made-up llama-shaped weights, greedy decoding, ${STEPS:-32} steps after an 8-token prompt); tokens/s as rank 0 prints it: steps over the decoding loop's wall time, every all-reduce included"
+  echo "# single: one process, the whole model on GPU 0, no communicator; world N: N processes, rank r on GPU r, column/row-parallel linears with an all-reduce over RCCL (hip-on-cuda: NCCL)"
+  printf 'dtype\tworld\ttokens_per_s\tsingle_tokens_per_s\n'
+} >"$speed_tsv"
+speed() { grep -o '[0-9.]* tokens/s' "$1" 2>/dev/null | head -1 | cut -d' ' -f1; }
+for dtype in f32 bf16; do
+  "${env_[@]}" timeout 900 "$bin/tensor-parallel" --single --dtype "$dtype" --steps "${STEPS:-32}" --out "$work/single-$dtype" \
+    >"$out/logs/tp-single-$dtype.log" 2>&1 || { echo "error: tensor-parallel --single --dtype $dtype: $(tail -1 "$out/logs/tp-single-$dtype.log")"; status=1; }
+  rcs=$(ranks "tp-$dtype" "$n" tensor-parallel --dtype "$dtype" --steps "${STEPS:-32}" --out "$work/tp-$dtype")
+  all_zero "$rcs" || { echo "error: tensor-parallel world $n --dtype $dtype: exit codes $rcs: $(tail -1 "$out/logs/tp-$dtype.rank0.log")"; status=1; }
+  single=$(speed "$out/logs/tp-single-$dtype.log"); multi=$(speed "$out/logs/tp-$dtype.rank0.log")
+  printf '%s\t%s\t%s\t%s\n' "$dtype" "$n" "${multi:-failed}" "${single:-failed}" >>"$speed_tsv"
+done
+cat "$speed_tsv"
+if ps -eo pid,comm | grep -E -w 'allreduce-bandw|tensor-parallel'; then echo "error: a benchmark process is left"; status=1; fi
+exit $status
