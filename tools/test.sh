@@ -39,12 +39,17 @@ cargo xtask gpu-bundle --archs gfx90a,gfx1030
 
 echo "== the bundle's tests here: no GPU, so the run script says it skips the GPU execution and runs them on the CPU"
 echo "   (candle-core's and candle-nn's suites pass; every ROCm test says it skipped; the parity tests check their coverage)."
-echo "   Run from another checkout path (git archive of HEAD), as a maintainer carrying the bundle does: nothing in it may"
-echo "   depend on where it was built"
+echo "   Run as a maintainer carrying the bundle does: from another checkout (git archive of HEAD), with the carried"
+echo "   bundle.tar.xz, and this checkout hidden (an empty directory mounted over it in a private mount namespace), so a"
+echo "   path baked in at build time fails here as it would on the GPU machine"
 elsewhere="$tmp/elsewhere"
-mkdir -p "$elsewhere"
+mkdir -p "$elsewhere" "$tmp/empty"
 git archive HEAD | tar -x -C "$elsewhere"
-RUST_BACKTRACE=0 bash "$elsewhere/hip-on-cuda/run-gpu-tests.sh" "$PWD/target/gpu-bundle/bundle"
+cp target/gpu-bundle/bundle.tar.xz "$tmp/bundle.tar.xz"
+# (without a GPU the binaries' launcher library is the AMD build, which the bundle does not carry)
+cp -r target/gpu-bundle/amd-launchers "$tmp/amd-launchers"
+unshare -m bash -c 'mount --bind "$1" "$2" && cd / && RUST_BACKTRACE=0 CANDLE_ROCM_AMD_LAUNCHERS_DIR="$3" WORK_DIR="$4" bash "$5/hip-on-cuda/run-gpu-tests.sh" "$6"' \
+  _ "$tmp/empty" "$PWD" "$tmp/amd-launchers" "$tmp/bundle-run" "$elsewhere" "$tmp/bundle.tar.xz"
 
 echo "== other inputs through the release table (cargo xtask releases; README 'Every Candle release'): the translator is not tuned to one release."
 echo "   A checkout-shaped tree (0.10.2's crates.io sources in their workspace form, no git clone): regen --candle-src resolves the"

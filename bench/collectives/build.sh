@@ -44,6 +44,7 @@ fi
 
 echo "== the tensor-parallel program (tests/tensor-parallel/build.sh)"
 tp_out=$root/target/collectives/tensor-parallel
+mkdir -p "$root/target/collectives"
 bash tests/tensor-parallel/build.sh "$tp_out" >"$root/target/collectives/tensor-parallel-build.log" 2>&1 \
   || { tail -30 "$root/target/collectives/tensor-parallel-build.log"; echo "error: tests/tensor-parallel/build.sh failed" >&2; exit 1; }
 cp "$tp_out/tensor-parallel" "$out/"

@@ -106,7 +106,7 @@ echo "== the tensor-parallel model: one process, and $n ranks over RCCL"
 speed_tsv=$out/tensor-parallel-speed-h100.tsv
 {
   echo "# gpu: $gpu"
-  echo "# model: tests/tensor-parallel (made-up llama-shaped weights, greedy decoding, ${STEPS:-32} steps after an 8-token prompt); tokens/s as rank 0 prints it: steps over the decoding loop's wall time, every all-reduce included"
+  echo "# model: tests/tensor-parallel (made-up llama-shaped weights, greedy decoding, ${STEPS:-32} steps after an 8-token prompt); tokens/s as rank 0 prints it: the steps after the first (which loads the kernels) over their wall time, every all-reduce included"
   echo "# single: one process, the whole model on GPU 0, no communicator; world N: N processes, rank r on GPU r, column/row-parallel linears with an all-reduce over RCCL (hip-on-cuda: NCCL)"
   printf 'dtype\tworld\ttokens_per_s\tsingle_tokens_per_s\n'
 } >"$speed_tsv"
