@@ -64,31 +64,15 @@ if [[ $gpu == 1 ]]; then
   export CANDLE_ROCM_CODE_OBJECTS_DIR="$kernels"
   cuda_libs=$(dirname "$(command -v nvcc)")/../lib64
   export LD_LIBRARY_PATH="$bundle/lib:$kernels:$cuda_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  # NCCL for RCCL's calls (hip-on-cuda/src/nccl.rs): the dlopen search, else a Python's nvidia/nccl/lib
-  if [[ -n ${HIP_ON_CUDA_NCCL:-} ]]; then
-    echo "nccl: $HIP_ON_CUDA_NCCL (HIP_ON_CUDA_NCCL)"
-  elif ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 ' || ls "$cuda_libs"/libnccl.so.2 >/dev/null 2>&1; then
-    echo "nccl: libnccl.so.2 found by the dlopen search"
+  # NCCL for RCCL's calls (hip-on-cuda/src/nccl.rs), named to the forwarder by HIP_ON_CUDA_NCCL
+  # shellcheck source=hip-on-cuda/find-nccl.sh
+  source hip-on-cuda/find-nccl.sh
+  find_nccl "$cuda_libs"
+  if [[ -n $nccl ]]; then
+    export HIP_ON_CUDA_NCCL=$nccl
+    echo "nccl: $nccl (from $nccl_from)"
   else
-    nccl_dir=""
-    for py in python3 python; do
-      command -v "$py" >/dev/null 2>&1 || continue
-      nccl_dir=$("$py" - <<'PY' 2>/dev/null
-import glob, os, site, sys
-dirs = site.getsitepackages() + [site.getusersitepackages()] + sys.path
-for d in dirs:
-    for lib in glob.glob(os.path.join(d, "nvidia", "nccl", "lib", "libnccl.so.2")):
-        print(os.path.dirname(lib)); sys.exit(0)
-PY
-)
-      [[ -n $nccl_dir ]] && break
-    done
-    if [[ -n $nccl_dir ]]; then
-      export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl_dir"
-      echo "nccl: $nccl_dir/libnccl.so.2 (a Python's site-packages, added to LD_LIBRARY_PATH)"
-    else
-      echo "nccl: libnccl.so.2 not found (ld.so cache, $cuda_libs, Python site-packages): the RCCL tests will fail saying so"
-    fi
+    echo "nccl: libnccl.so.2 found $nccl_from: the RCCL tests will fail saying so"
   fi
   export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
   threads=${TEST_THREADS:-8}

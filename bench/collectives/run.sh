@@ -41,29 +41,13 @@ n=${2:-$gpus}
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 
 # NVIDIA's NCCL, found once; both paths load this file
-nccl=${HIP_ON_CUDA_NCCL:-}
-[[ -z $nccl ]] && nccl=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 / { print $NF; exit }')
-[[ -z $nccl && -e $cuda_libs/libnccl.so.2 ]] && nccl=$cuda_libs/libnccl.so.2
+# shellcheck source=hip-on-cuda/find-nccl.sh
+source hip-on-cuda/find-nccl.sh
+find_nccl "$cuda_libs"
 if [[ -z $nccl ]]; then
-  for py in python3 python /opt/*/.venv/bin/python3; do
-    command -v "$py" >/dev/null 2>&1 || continue
-    nccl=$("$py" - <<'PY' 2>/dev/null
-import glob, os, site, sys
-dirs = site.getsitepackages() + [site.getusersitepackages()] + sys.path
-for d in dirs:
-    for lib in glob.glob(os.path.join(d, "nvidia", "nccl", "lib", "libnccl.so.2")):
-        print(lib); sys.exit(0)
-PY
-)
-    [[ -n $nccl ]] && break
-  done
-fi
-[[ -z $nccl ]] && nccl=$(find / -xdev -name libnccl.so.2 -path '*lib*' 2>/dev/null | head -1)
-if [[ -z $nccl || ! -e $nccl ]]; then
-  echo "error: this needs NVIDIA's NCCL (libnccl.so.2): not in the ld.so cache, $cuda_libs, a Python's site-packages/nvidia/nccl/lib or the file system; set HIP_ON_CUDA_NCCL=PATH" >&2
+  echo "error: this needs NVIDIA's NCCL (libnccl.so.2), found $nccl_from; set HIP_ON_CUDA_NCCL=PATH" >&2
   exit 2
 fi
-nccl=$(realpath "$nccl")
 link_dir=$scratch/nccl-link
 mkdir -p "$link_dir"
 ln -sf "$nccl" "$link_dir/libnccl.so"

@@ -26,11 +26,12 @@ source bench/backend/setup.sh
 mkdir -p "$out/logs"
 gpus=$(nvidia-smi -L | grep -c '^GPU')
 n=${2:-$gpus}
-if [[ -z ${HIP_ON_CUDA_NCCL:-} ]] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 '; then
-  nccl_dir=$(python3 -c 'import glob, site, os; print(next((os.path.dirname(p) for d in site.getsitepackages() for p in glob.glob(os.path.join(d, "nvidia", "nccl", "lib", "libnccl.so.2"))), ""))' 2>/dev/null)
-  [[ -n $nccl_dir ]] && rocm_env+=(LD_LIBRARY_PATH="$bin/lib:$kernels:$base_ld:$nccl_dir")
-fi
-tp=("${rocm_env[@]}" NCCL_DEBUG=WARN "$bin/tensor-parallel")
+# shellcheck source=hip-on-cuda/find-nccl.sh
+source hip-on-cuda/find-nccl.sh
+find_nccl "$cuda_libs"
+[[ -n $nccl ]] || { echo "error: this needs NVIDIA's NCCL (libnccl.so.2), found $nccl_from; set HIP_ON_CUDA_NCCL=PATH" >&2; exit 2; }
+echo "nccl: $nccl (from $nccl_from)"
+tp=("${rocm_env[@]}" HIP_ON_CUDA_NCCL="$nccl" NCCL_DEBUG=WARN "$bin/tensor-parallel")
 tsv=$out/tensor-parallel.tsv
 printf 'case\tresult\tdetail\n' >"$tsv"
 status=0
