@@ -63,19 +63,9 @@ mkdir -p "$work"
 
 # `ranks NAME WORLD PROGRAM ARGS...`: WORLD processes of PROGRAM, rank r on GPU r, its
 # output in OUT_DIR/logs/NAME.rankR.log; prints the exit codes
-ranks() {
-  local name=$1 world=$2 program=$3; shift 3
-  rm -f "$work/$name.id"
-  local pids=() r
-  for ((r = 0; r < world; r++)); do
-    timeout 900 "${env_[@]}" "$bin/$program" --rank "$r" --world "$world" --id-file "$work/$name.id" "$@" \
-      >"$out/logs/$name.rank$r.log" 2>&1 &
-    pids+=($!)
-  done
-  local rcs=()
-  for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
-  echo "${rcs[*]}"
-}
+# shellcheck source=bench/launch-ranks.sh
+source bench/launch-ranks.sh
+ranks() { launch_ranks "$work/$1.id" "$out/logs/$1" "$2" 900 "${env_[@]}" "$bin/$3" "${@:4}"; }
 all_zero() { [[ $1 =~ ^(0 ?)+$ ]]; }
 
 echo "== all-reduce: $n processes, 8 KiB ... ${MAX_BYTES:-1073741824} bytes, our layer (RCCL API) and NCCL directly"

@@ -40,19 +40,9 @@ scratch_tp=$scratch/tp
 mkdir -p "$scratch_tp"
 
 # `ranks NAME WORLD ARGS...`: WORLD processes, rank r on GPU r, waits for all; prints rc of each
-ranks() {
-  local name=$1 world=$2; shift 2
-  rm -f "$scratch_tp/$name.id"
-  local pids=() r
-  for ((r = 0; r < world; r++)); do
-    timeout 300 "${tp[@]}" --rank "$r" --world "$world" --id-file "$scratch_tp/$name.id" "$@" \
-      >"$out/logs/$name.rank$r.log" 2>&1 &
-    pids+=($!)
-  done
-  local rcs=()
-  for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
-  echo "${rcs[*]}"
-}
+# shellcheck source=bench/launch-ranks.sh
+source bench/launch-ranks.sh
+ranks() { launch_ranks "$scratch_tp/$1.id" "$out/logs/$1" "$2" 300 "${tp[@]}" "${@:3}"; }
 
 for dtype in f32 bf16; do
   ref=$scratch_tp/single-$dtype
