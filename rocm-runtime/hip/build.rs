@@ -19,6 +19,12 @@
 //!   needed. With the feature and no `librccl.so` in those directories the
 //!   link line is still emitted (the feature asks for RCCL) and a warning says
 //!   where it was looked for.
+//! * `hipGetDevicePropertiesR0600` (ROCm >= 6.0, version node `hip_6.0`; HIP 5
+//!   has no such function) is bound, with the cfg `candle_rocm_hip_props_r0600`,
+//!   unless the `libamdhip64.so` found first in those directories lacks the name
+//!   (Debian bookworm's HIP 5.2.3): then binaries still link against it, and
+//!   `driver::result::device::get_properties` returns `hipErrorNotSupported`.
+//!   No library found: bound (the ABI of rocm-rs's bindings is ROCm >= 6's).
 use std::path::{Path, PathBuf};
 
 fn search_dirs() -> Vec<PathBuf> {
@@ -44,6 +50,18 @@ fn wanted(name: &str, env: &str, dirs: &[PathBuf]) -> bool {
     }
 }
 
+/// Whether the `libamdhip64.so` the linker will take (the first in `dirs`)
+/// names `hipGetDevicePropertiesR0600`, and where it is; no library: `(true, None)`.
+fn hip_has_props_r0600(dirs: &[PathBuf]) -> (bool, Option<PathBuf>) {
+    let Some(lib) = dirs.iter().map(|d| d.join("libamdhip64.so")).find(|l| l.exists()) else {
+        return (true, None);
+    };
+    // An exported name is in the dynamic string table, NUL-terminated.
+    let name = b"hipGetDevicePropertiesR0600\0";
+    let found = std::fs::read(&lib).map(|bytes| bytes.windows(name.len()).any(|w| w == name)).unwrap_or(true);
+    (found, Some(lib))
+}
+
 fn main() {
     for var in ["CANDLE_ROCM_LIB_DIR", "ROCM_PATH", "CANDLE_ROCM_LINK_ROCBLAS", "CANDLE_ROCM_LINK_ROCRAND"] {
         println!("cargo:rerun-if-env-changed={var}");
@@ -52,12 +70,20 @@ fn main() {
     println!("cargo:rustc-check-cfg=cfg(candle_rocm_rocblas)");
     println!("cargo:rustc-check-cfg=cfg(candle_rocm_rocrand)");
     println!("cargo:rustc-check-cfg=cfg(candle_rocm_rccl)");
+    println!("cargo:rustc-check-cfg=cfg(candle_rocm_hip_props_r0600)");
     let dirs = search_dirs();
     // Only the ROCm prefixes are added to the search path; system dirs are searched anyway.
     for d in dirs.iter().filter(|d| !d.starts_with("/usr")) {
         println!("cargo:rustc-link-search=native={}", d.display());
     }
     println!("cargo:rustc-link-lib=dylib=amdhip64");
+    match hip_has_props_r0600(&dirs) {
+        (true, _) => println!("cargo:rustc-cfg=candle_rocm_hip_props_r0600"),
+        (false, lib) => println!(
+            "cargo:warning={} has no hipGetDevicePropertiesR0600 (HIP < 6): device properties and ggml_compute_capability will return hipErrorNotSupported",
+            lib.map(|l| l.display().to_string()).unwrap_or_default()
+        ),
+    }
     for (lib, env, cfg) in [
         ("rocblas", "CANDLE_ROCM_LINK_ROCBLAS", "candle_rocm_rocblas"),
         ("rocrand", "CANDLE_ROCM_LINK_ROCRAND", "candle_rocm_rocrand"),

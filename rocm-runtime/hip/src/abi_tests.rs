@@ -54,6 +54,31 @@ fn hip_values() -> Vec<(String, i64)> {
     v
 }
 
+/// The layout of ROCm >= 6's `hipDeviceProp_tR0600` (HIP 5 has no such type):
+/// its size and the offset of `gcnArchName`, which this crate reads, and of the
+/// fields hip-on-cuda writes (its tests compare those with rocm-rs's struct).
+fn hip6_values() -> Vec<(String, i64)> {
+    use std::mem::offset_of;
+    type P = hip::hipDeviceProp_tR0600;
+    let mut v: Vec<(String, i64)> = [
+        ("name", offset_of!(P, name)),
+        ("totalGlobalMem", offset_of!(P, totalGlobalMem)),
+        ("sharedMemPerBlock", offset_of!(P, sharedMemPerBlock)),
+        ("warpSize", offset_of!(P, warpSize)),
+        ("maxThreadsPerBlock", offset_of!(P, maxThreadsPerBlock)),
+        ("major", offset_of!(P, major)),
+        ("minor", offset_of!(P, minor)),
+        ("multiProcessorCount", offset_of!(P, multiProcessorCount)),
+        ("sharedMemPerBlockOptin", offset_of!(P, sharedMemPerBlockOptin)),
+        ("gcnArchName", offset_of!(P, gcnArchName)),
+    ]
+    .into_iter()
+    .map(|(field, offset)| (format!("offsetof(hipDeviceProp_tR0600, {field})"), offset as i64))
+    .collect();
+    v.push(("sizeof(hipDeviceProp_tR0600)".into(), size_of::<P>() as i64));
+    v
+}
+
 fn rocblas_values() -> Vec<(String, i64)> {
     use blas::{rocblas_datatype as d, rocblas_gemm_algo as g, rocblas_operation as o, rocmDataType_t as r};
     let mut v: Vec<(String, i64)> = [
@@ -184,17 +209,20 @@ fn rust_types_have_c_spellings() {
     assert!(signatures.contains("decltype(&ncclGroupStart), ncclResult_t(*)()>"), "{signatures}");
 }
 
-/// The C++ source: HIP's asserts always, rocBLAS's, rocRAND's and RCCL's when their headers exist.
+/// The C++ source: HIP's asserts always (`hipDeviceProp_tR0600`'s from HIP 6 on),
+/// rocBLAS's, rocRAND's and RCCL's when their headers exist.
 fn source() -> String {
     let asserts = |values: Vec<(String, i64)>| -> String {
         values.iter().map(|(expr, v)| format!("static_assert((long long)({expr}) == {v}LL, \"{expr} is not {v}\");\n")).collect()
     };
     format!(
-        "#include <stdint.h>\n#include <hip/hip_runtime_api.h>\n{}\
+        "#include <stdint.h>\n#include <stddef.h>\n#include <hip/hip_runtime_api.h>\n{}\
+         #if HIP_VERSION_MAJOR >= 6\n#pragma message(\"checked: hipDeviceProp_tR0600\")\n{}#endif\n\
          #if __has_include(<rocblas/rocblas.h>)\n#include <rocblas/rocblas.h>\n#pragma message(\"checked: rocblas\")\n{}#endif\n\
          #if __has_include(<rocrand/rocrand.h>)\n#include <rocrand/rocrand.h>\n#pragma message(\"checked: rocrand\")\n{}#endif\n\
          #if __has_include(<rccl/rccl.h>)\n#include <type_traits>\n#include <rccl/rccl.h>\n#pragma message(\"checked: rccl\")\n{}{}#endif\n",
         asserts(hip_values()),
+        asserts(hip6_values()),
         asserts(rocblas_values()),
         asserts(rocrand_values()),
         asserts(rccl_values()),
@@ -230,7 +258,7 @@ fn values_match_the_installed_rocm_headers() {
     let _ = std::fs::remove_dir_all(&dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{} rejects the values this crate uses:\n{stderr}", hipcc.display());
-    let checked: Vec<&str> = ["rocblas", "rocrand", "rccl"].into_iter().filter(|l| stderr.contains(&format!("checked: {l}"))).collect();
+    let checked: Vec<&str> = ["hipDeviceProp_tR0600", "rocblas", "rocrand", "rccl"].into_iter().filter(|l| stderr.contains(&format!("checked: {l}"))).collect();
     println!(
         "checked against {}'s headers: {} HIP values{}",
         hipcc.display(),

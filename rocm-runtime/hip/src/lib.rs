@@ -11,7 +11,9 @@
 //! | `cudarc::nvrtc`         | [`rtc`] (error type only)         |
 //!
 //! Raw HIP calls go through `rocm_rs::hip::bindings` (generated from HIP 7.1
-//! headers, only functions that exist since ROCm 5 are used). rocBLAS, rocRAND
+//! headers, only functions that exist since ROCm 5 are used, except
+//! `hipGetDevicePropertiesR0600` of ROCm 6, bound only when the HIP runtime
+//! linked against has it: see `build.rs`). rocBLAS, rocRAND
 //! and RCCL are declared here (a few dozen functions) so that they can be left
 //! unlinked: see `build.rs` and [`unlinked_ffi!`].
 

@@ -21,6 +21,28 @@ pub type CUmodule = hip::hipModule_t;
 /// `hipFunction_t`.
 pub type CUfunction = hip::hipFunction_t;
 
+/// ROCm >= 6's `hipDeviceProp_t` (the header's `hipGetDeviceProperties` is a
+/// macro for [`hipGetDevicePropertiesR0600`]).
+pub type hipDeviceProp_t = hip::hipDeviceProp_tR0600;
+
+/// `hipGetDevicePropertiesR0600` (ROCm >= 6.0, `hipGetDevicePropertiesR0600@hip_6.0`):
+/// rocm-rs's binding, when the HIP runtime linked against has it (`build.rs`).
+#[cfg(candle_rocm_hip_props_r0600)]
+pub use hip::hipGetDevicePropertiesR0600;
+
+/// `hipGetDevicePropertiesR0600` is not in the HIP runtime this crate was linked
+/// against (HIP 5, see `build.rs`): `hipErrorNotSupported`, and `prop` is left alone.
+///
+/// # Safety
+/// None needed: nothing is read or written.
+#[cfg(not(candle_rocm_hip_props_r0600))]
+pub unsafe fn hipGetDevicePropertiesR0600(
+    _prop: *mut hipDeviceProp_t,
+    _device: std::os::raw::c_int,
+) -> hipError_t {
+    hip::hipError_t_hipErrorNotSupported
+}
+
 /// `hipStreamPerThread`: a C macro (`(hipStream_t)2`) in the HIP headers, so absent
 /// from the bindings.
 pub const HIP_STREAM_PER_THREAD: usize = 2;
