@@ -164,6 +164,69 @@ fn unlinked_rocrand_reports_not_linked() {
     assert_eq!(err, RocrandError(ROCRAND_STATUS_NOT_LINKED));
 }
 
+/// ggml's `ggml_cuda_parse_id`, on the names ROCm reports (target-id feature
+/// suffixes, generic targets); anything else is an error naming the reason.
+#[test]
+fn ggml_arch_ids() {
+    use crate::driver::result::device::{ggml_arch_id, GGML_CUDA_CC_OFFSET_AMD};
+    let ids = [
+        ("gfx90a:sramecc+:xnack-", 0x90a),
+        ("gfx90a", 0x90a),
+        ("gfx908:xnack+", 0x908),
+        ("gfx942:sramecc+:xnack-", 0x942),
+        ("gfx942", 0x942),
+        ("gfx950", 0x950),
+        ("gfx1030", 0x1030),
+        ("gfx1100", 0x1100),
+        ("gfx1151", 0x1151),
+        ("gfx1201", 0x1201),
+        ("gfx1100:xnack-", 0x1100),
+        ("gfx9-generic", 0x900),
+        ("gfx9-4-generic", 0x940),
+        ("gfx9-4-generic:sramecc+:xnack-", 0x940),
+        ("gfx10-1-generic", 0x1010),
+        ("gfx10-3-generic", 0x1030),
+        ("gfx11-generic", 0x1100),
+        ("gfx12-generic", 0x1200),
+    ];
+    for (name, id) in ids {
+        assert_eq!(ggml_arch_id(name), Ok(id), "{name}");
+    }
+    assert_eq!(GGML_CUDA_CC_OFFSET_AMD + ggml_arch_id("gfx90a:sramecc+:xnack-").unwrap(), 0x100090a);
+    let malformed = [
+        ("", "no gfx prefix"),
+        ("sm_90", "no gfx prefix"),
+        ("GFX90a", "no gfx prefix"),
+        (" gfx90a", "no gfx prefix"),
+        ("gfx", "not hex digits after gfx"),
+        (":gfx90a", "no gfx prefix"),
+        ("gfx:xnack-", "not hex digits after gfx"),
+        ("gfx9", "fewer than three hex digits"),
+        ("gfx90", "fewer than three hex digits"),
+        ("gfx90g", "not hex digits after gfx"),
+        ("gfx+90a", "not hex digits after gfx"),
+        ("gfx 90a", "not hex digits after gfx"),
+        ("gfx\u{e9}90", "not hex digits after gfx"),
+        ("gfx9\u{e9}0", "not hex digits after gfx"),
+        ("gfx0ff", "major not in 1..=0xff"),
+        ("gfx12345", "major not in 1..=0xff"),
+        ("gfx123456789a", "number too large"),
+        ("gfx90a-custom", "not hex digits after gfx"),
+        ("gfx-generic", "generic major not hex digits"),
+        ("gfx11--generic", "generic minor not hex digits"),
+        ("gfxz-generic", "generic major not hex digits"),
+        ("gfx9-4-1-generic", "generic name not <major>[-<one hex digit>]-generic"),
+        ("gfx9-10-generic", "generic name not <major>[-<one hex digit>]-generic"),
+        ("gfx0-generic", "major not in 1..=0xff"),
+    ];
+    for (name, reason) in malformed {
+        let err = ggml_arch_id(name).unwrap_err();
+        assert_eq!((err.name.as_str(), err.reason), (name, reason));
+        let text = err.to_string();
+        assert!(text.contains(&format!("{name:?}")) && text.contains(reason), "{text}");
+    }
+}
+
 mod gpu {
     use super::*;
 
@@ -217,6 +280,40 @@ mod gpu {
         let warp = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE).unwrap();
         assert!(warp == 32 || warp == 64, "warp size {warp}");
         println!("{}: warp {warp}", ctx.name().unwrap());
+    }
+
+    /// The properties agree with the attributes, and ggml's compute capability
+    /// is read from the arch name (AMD, or hip-on-cuda with
+    /// `HIP_ON_CUDA_GCN_ARCH_NAME`) or is NVIDIA's `major * 100 + minor * 10`.
+    #[test]
+    fn ggml_compute_capability() {
+        use crate::driver::result::device::{self as d, GGML_CUDA_CC_OFFSET_AMD};
+        use sys::CUdevice_attribute as A;
+        let Some(ctx) = device() else { return };
+        let dev = ctx.cu_device();
+        let cc = unsafe { d::ggml_compute_capability(dev) };
+        if cfg!(not(candle_rocm_hip_props_r0600)) {
+            assert_eq!(cc.unwrap_err().0, hip::hipError_t_hipErrorNotSupported);
+            println!("skipped: linked against a HIP without hipGetDevicePropertiesR0600");
+            return;
+        }
+        let prop = unsafe { d::get_properties(dev) }.unwrap();
+        let major = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).unwrap();
+        let minor = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).unwrap();
+        assert_eq!((prop.major, prop.minor), (major, minor));
+        assert_eq!(prop.warpSize, ctx.attribute(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE).unwrap());
+        assert_eq!(prop.multiProcessorCount, ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).unwrap());
+        let smem = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK).unwrap();
+        assert_eq!(prop.sharedMemPerBlock, smem as usize);
+        assert!(prop.totalGlobalMem > 0 && prop.maxThreadsPerBlock >= 256);
+        let name = unsafe { d::gcn_arch_name(dev) }.unwrap();
+        let cc = cc.unwrap();
+        if name.starts_with("gfx") {
+            assert_eq!(cc, GGML_CUDA_CC_OFFSET_AMD + d::ggml_arch_id(&name).unwrap());
+        } else {
+            assert_eq!(cc, major * 100 + minor * 10);
+        }
+        println!("{}: gcnArchName {name}, ggml cc {cc:#x}", ctx.name().unwrap());
     }
 
     #[cfg(candle_rocm_rocblas)]
