@@ -159,6 +159,139 @@ fn symbol_versions_cover_every_hip_export() {
     assert_eq!(exported, versioned);
 }
 
+/// Our offsets in `hipDeviceProp_tR0600` are rocm-rs's (ROCm >= 6's layout).
+#[test]
+fn device_properties_layout_is_rocm_rs() {
+    use context::prop_r0600 as at;
+    use std::mem::{align_of, offset_of, size_of};
+    type P = hip::hipDeviceProp_tR0600;
+    let fields = [
+        ("name", at::NAME, offset_of!(P, name)),
+        ("totalGlobalMem", at::TOTAL_GLOBAL_MEM, offset_of!(P, totalGlobalMem)),
+        ("sharedMemPerBlock", at::SHARED_MEM_PER_BLOCK, offset_of!(P, sharedMemPerBlock)),
+        ("warpSize", at::WARP_SIZE, offset_of!(P, warpSize)),
+        ("maxThreadsPerBlock", at::MAX_THREADS_PER_BLOCK, offset_of!(P, maxThreadsPerBlock)),
+        ("major", at::MAJOR, offset_of!(P, major)),
+        ("minor", at::MINOR, offset_of!(P, minor)),
+        ("multiProcessorCount", at::MULTI_PROCESSOR_COUNT, offset_of!(P, multiProcessorCount)),
+        (
+            "sharedMemPerBlockOptin",
+            at::SHARED_MEM_PER_BLOCK_OPTIN,
+            offset_of!(P, sharedMemPerBlockOptin),
+        ),
+        ("gcnArchName", at::GCN_ARCH_NAME, offset_of!(P, gcnArchName)),
+    ];
+    for (field, ours, rocm_rs) in fields {
+        assert_eq!(ours, rocm_rs, "offset of {field}");
+    }
+    let zeroed: P = unsafe { std::mem::zeroed() };
+    assert_eq!((zeroed.name.len(), zeroed.gcnArchName.len()), (256, 256));
+    assert_eq!(size_of::<context::hipDeviceProp_tR0600>(), size_of::<P>());
+    assert_eq!(align_of::<context::hipDeviceProp_tR0600>(), align_of::<P>());
+}
+
+/// `HIP_ON_CUDA_GCN_ARCH_NAME`: unset gives `sm_<major><minor>`; an AMD arch name
+/// is taken as it is; anything else is an error naming the variable.
+#[test]
+fn gcn_arch_name_from_the_variable() {
+    use context::gcn_arch_name;
+    use std::ffi::OsStr;
+    assert_eq!(gcn_arch_name(None, 9, 0).as_deref(), Ok("sm_90"));
+    assert_eq!(gcn_arch_name(None, 12, 0).as_deref(), Ok("sm_120"));
+    for name in
+        ["gfx1100", "gfx90a:sramecc+:xnack-", "gfx942", "gfx1201", "gfx908:xnack+", "gfx1030:"]
+    {
+        assert_eq!(gcn_arch_name(Some(OsStr::new(name)), 9, 0).as_deref(), Ok(name));
+    }
+    let long = format!("gfx1100:{}", "x".repeat(300));
+    let bad = [
+        "",
+        "gfx",
+        "gfx11",
+        "gfx11000",
+        "gfx0a0",
+        "gfx90g",
+        "sm_90",
+        "GFX1100",
+        "gfx1100-generic",
+        "gfx11-generic",
+        " gfx1100",
+        "gfx+90a",
+        &long,
+    ];
+    for value in bad {
+        let err = gcn_arch_name(Some(OsStr::new(value)), 9, 0).unwrap_err();
+        assert!(err.starts_with("HIP_ON_CUDA_GCN_ARCH_NAME=") && err.contains("sm_90"), "{err}");
+    }
+    use std::os::unix::ffi::OsStrExt;
+    assert!(gcn_arch_name(Some(OsStr::from_bytes(b"gfx\xff00")), 9, 0).is_err());
+}
+
+/// `hipGetDevicePropertiesR0600`: a null pointer or no device is an error; on a
+/// device, the fields agree with the attributes and `gcnArchName` is
+/// `sm_<major><minor>`, or the variable's value (passed here without setting it).
+#[test]
+fn device_properties() {
+    use context::{hipDeviceProp_tR0600 as Ours, properties};
+    use std::ffi::OsStr;
+    unsafe {
+        assert_eq!(context::hipGetDevicePropertiesR0600(null_mut(), 0), hipErrorInvalidValue);
+        let mut prop = std::mem::MaybeUninit::<hip::hipDeviceProp_tR0600>::zeroed();
+        let ours = prop.as_mut_ptr().cast::<Ours>();
+        let mut count = 0;
+        if context::hipGetDeviceCount(&mut count) != hipSuccess {
+            assert_eq!(context::hipGetDevicePropertiesR0600(ours, 0), hipErrorNoDevice);
+            println!("skipped: no CUDA device");
+            return;
+        }
+        assert_eq!(context::hipGetDevicePropertiesR0600(ours, count), hipErrorInvalidDevice);
+        prop.as_mut_ptr()
+            .cast::<u8>()
+            .write_bytes(0xa5, std::mem::size_of::<hip::hipDeviceProp_tR0600>());
+        assert_eq!(context::hipGetDevicePropertiesR0600(ours, 0), hipSuccess);
+        let p = prop.assume_init();
+        let attr = |a: u32| {
+            let mut v = 0;
+            assert_eq!(context::hipDeviceGetAttribute(&mut v, a, 0), hipSuccess);
+            v
+        };
+        assert_eq!(
+            (p.major, p.minor, p.multiProcessorCount, p.warpSize),
+            (attr(23), attr(61), attr(63), 32)
+        );
+        assert_eq!(
+            (p.sharedMemPerBlock, p.sharedMemPerBlockOptin),
+            (attr(74) as usize, attr(75) as usize)
+        );
+        assert!(p.totalGlobalMem > 1 << 30 && p.maxThreadsPerBlock == 1024);
+        assert_eq!(
+            (p.regsPerBlock, p.clockRate, p.l2CacheSize, p.reserved[0]),
+            (0, 0, 0, 0),
+            "the rest is zeroed"
+        );
+        let mut name = [0 as std::ffi::c_char; 256];
+        assert_eq!(context::hipDeviceGetName(name.as_mut_ptr(), 256, 0), hipSuccess);
+        assert_eq!(CStr::from_ptr(p.name.as_ptr()), CStr::from_ptr(name.as_ptr()));
+        let arch = CStr::from_ptr(p.gcnArchName.as_ptr()).to_str().unwrap();
+        match std::env::var(context::GCN_ARCH_NAME_VAR) {
+            Ok(v) => assert_eq!(arch, v),
+            Err(_) => assert_eq!(arch, format!("sm_{}{}", p.major, p.minor)),
+        }
+        println!("device 0: {:?}, gcnArchName {arch}", CStr::from_ptr(p.name.as_ptr()));
+        assert_eq!(properties(ours, 0, Some(OsStr::new("gfx90a:sramecc+:xnack-"))), Ok(()));
+        let emulated = prop.assume_init();
+        assert_eq!(
+            CStr::from_ptr(emulated.gcnArchName.as_ptr()).to_str(),
+            Ok("gfx90a:sramecc+:xnack-")
+        );
+        assert_eq!(
+            (emulated.major, emulated.warpSize, emulated.totalGlobalMem),
+            (p.major, 32, p.totalGlobalMem)
+        );
+        assert_eq!(properties(ours, 0, Some(OsStr::new("gfx9"))), Err(hipErrorInvalidValue));
+    }
+}
+
 /// Without a CUDA device every call fails cleanly; with one, a small round trip.
 #[test]
 fn device_or_clean_errors() {
