@@ -20,6 +20,12 @@
 //! The ABI (argument types, enum values, status codes) is that of `rocm-rs` 0.5.2's
 //! bindings; the unit tests check every value used here against them.
 //!
+//! The device is reported as what it is, an NVIDIA GPU, with one exception on
+//! request: `HIP_ON_CUDA_GCN_ARCH_NAME=gfx1100` makes
+//! `hipGetDevicePropertiesR0600` report that AMD arch name as `gcnArchName`
+//! (see [`context::hipGetDevicePropertiesR0600`]), so that launchers compiled
+//! for an AMD arch get that arch's ggml compute capability.
+//!
 //! Every exported function is `extern "C"`, catches panics and returns an error
 //! status: nothing unwinds or aborts across the C boundary, and on a machine
 //! without CUDA every call fails cleanly (`hipGetDeviceCount` says
