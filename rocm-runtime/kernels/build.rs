@@ -37,6 +37,18 @@ fn launchers_from_env() -> Result<Launchers> {
 
 type Result<T> = std::result::Result<T, String>;
 
+/// `CANDLE_ROCM_MMQ_MFMA=1`: ggml's MFMA tiles for quantized matmul on CDNA
+/// (`-DCANDLE_HIP_MMQ_MFMA`, read by generated/kernels/candle_ggml_hip_arch.h
+/// and by the launchers' host code). Off by default until the 64-lane
+/// emulation has run them; RDNA3/4's WMMA tiles need no switch.
+fn switch_defines() -> Result<Vec<String>> {
+    match std::env::var("CANDLE_ROCM_MMQ_MFMA").ok().as_deref() {
+        None | Some("") | Some("0") => Ok(vec![]),
+        Some("1") => Ok(vec!["-DCANDLE_HIP_MMQ_MFMA".to_string()]),
+        Some(other) => Err(format!("CANDLE_ROCM_MMQ_MFMA={other}: expected 1 (ggml's MFMA tiles on CDNA) or 0 (the default)")),
+    }
+}
+
 fn main() {
     if let Err(message) = run() {
         eprintln!("error: {}", message.replace('\n', "\n  "));
@@ -55,6 +67,7 @@ fn run() -> Result<()> {
         "CANDLE_ROCM_ARCHS",
         "CANDLE_ROCM_KERNELS_DIR",
         "CANDLE_ROCM_LAUNCHERS",
+        "CANDLE_ROCM_MMQ_MFMA",
         "ROCM_PATH",
         "HIP_PATH",
         "AR",
@@ -98,18 +111,23 @@ fn run() -> Result<()> {
     let ffi_text = std::fs::read_to_string(&ffi).map_err(|e| format!("{}: {e}\nthe launcher declarations (`ffi.rs`, written by `cargo xtask regen`) are missing", ffi.display()))?;
     write(&out_dir.join("ffi.rs"), &ffi_text)?;
 
-    let jobs =
+    let mut jobs =
         hip_build::plan::kernel_jobs(&kernels_dir, &out_dir.join("hip"), &arches, &static_library)
             .map_err(|e| format!("listing {}: {e}", kernels_dir.display()))?;
+    let defines = switch_defines()?;
+    for job in &mut jobs {
+        job.extra_flags.extend(defines.iter().cloned());
+    }
     if jobs.is_empty() {
         return Err(format!("no .hip files under {}", kernels_dir.display()));
     }
     // Everything that changes every output: a new value recompiles all units.
     let stamp = format!(
-        "hipcc={}\narches={}\nkernels={}\n",
+        "hipcc={}\narches={}\nkernels={}\ndefines={}\n",
         hipcc.path().display(),
         arches.join(","),
-        kernels_dir.display()
+        kernels_dir.display(),
+        defines.join(" ")
     );
     let stamp_path = out_dir.join("build-stamp.txt");
     let stamp_ok = std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp);

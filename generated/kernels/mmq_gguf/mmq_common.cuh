@@ -3,6 +3,7 @@
 // Self-contained common header for MMQ GGUF kernels.
 // Replaces llama.cpp's common.cuh + ggml.h + ggml-common.h for standalone compilation.
 #pragma once
+#include "candle_ggml_hip_arch.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -283,8 +284,17 @@ static bool fp16_mma_hardware_available(const int cc) {
     return GGML_CUDA_CC_IS_NVIDIA(cc) && cc >= GGML_CUDA_CC_VOLTA;
 }
 
-static bool amd_mfma_available(const int /*cc*/) { return false; } // NVIDIA only
-static bool amd_wmma_available(const int /*cc*/) { return false; } // NVIDIA only
+static bool amd_mfma_available(const int cc) {
+#if defined(CANDLE_HIP_MMQ_MFMA)
+    return GGML_CUDA_CC_IS_CDNA(cc) && cc != GGML_CUDA_CC_OFFSET_AMD + 0x950; // not CDNA4: see AMD_MFMA_AVAILABLE
+#else
+    GGML_UNUSED(cc);
+    return false;
+#endif // defined(CANDLE_HIP_MMQ_MFMA)
+}
+static bool amd_wmma_available(const int cc) {
+    return GGML_CUDA_CC_IS_RDNA4(cc) || GGML_CUDA_CC_IS_RDNA3(cc);
+}
 
 static bool turing_mma_available(const int cc) {
     return GGML_CUDA_CC_IS_NVIDIA(cc) && ggml_cuda_highest_compiled_arch(cc) >= GGML_CUDA_CC_TURING;
@@ -300,7 +310,11 @@ static bool blackwell_mma_available(const int cc) {
 // ============================================================
 
 static constexpr __device__ int ggml_cuda_get_physical_warp_size() {
-    return 32; // NVIDIA only
+#if defined(GGML_USE_HIP) && defined(CDNA)
+    return 64;
+#else
+    return 32;
+#endif // defined(GGML_USE_HIP) && defined(CDNA)
 }
 
 // NO_DEVICE_CODE: called from unused template paths to satisfy compiler

@@ -53,11 +53,6 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("CUBLAS_COMPUTE_32F_FAST_16BF", "rocblas_datatype_f32_r"),
     ("cublasGemmAlgo_t", "rocblas_gemm_algo"),
     ("CUBLAS_GEMM_DEFAULT_TENSOR_OP", "rocblas_gemm_algo_standard"),
-    // The warp size handed to kernel launchers (ggml's MMQ `warp_size_host`) is
-    // the lane count the translated kernels were written for: 32 on every AMD
-    // arch (rule warp-sync-intrinsics makes every shuffle 32 wide; a CDNA
-    // wavefront of 64 runs two logical warps), not the hardware wavefront.
-    ("CU_DEVICE_ATTRIBUTE_WARP_SIZE", "CU_DEVICE_ATTRIBUTE_KERNEL_WARP_SIZE"),
 ];
 
 /// Device predicates (rule `device-predicates`): where upstream asks whether
@@ -189,3 +184,27 @@ pub const ROCM_CRATES: &[(&str, &str)] = &[("candle-rocm-hip", "rocm-runtime/hip
 /// twin backend needs to keep the match exhaustive (rule `exhaustive-twins`).
 pub const FOREIGN_BACKEND_VARIANTS: &[&str] = &["Metal"];
 
+
+/// A field of a struct expression in a mirrored file whose upstream value
+/// has an NVIDIA meaning, and the ROCm value (rule `field-inits`).
+pub struct FieldInit {
+    /// The input path of the mirrored file.
+    pub file: &'static str,
+    /// The struct's name (last path segment of the struct expression).
+    pub strukt: &'static str,
+    pub field: &'static str,
+    /// Upstream's value, as `quote` prints it (tokens separated by spaces).
+    pub upstream: &'static str,
+    /// The ROCm value, Rust source in the mirrored file's names.
+    pub rocm: &'static str,
+    pub why: &'static str,
+}
+
+pub const FIELD_INITS: &[FieldInit] = &[FieldInit {
+    file: "src/quantized/fast_mmq.rs",
+    strukt: "DeviceInfo",
+    field: "cc",
+    upstream: "major * 100 + minor * 10",
+    rocm: "unsafe { result::device::ggml_compute_capability(cu_device, major * 100 + minor * 10) }.expect(\"the GPU's arch name (hipGetDevicePropertiesR0600), which ggml's MMQ tile choice depends on\")",
+    why: "ggml's launchers read the compute capability with ggml's AMD meaning (0x1000000 + gfx id, from gcnArchName), so that host and device pick the same tiles (kernel rule ggml-amd-profile)",
+}];

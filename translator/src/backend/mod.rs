@@ -18,6 +18,7 @@ pub mod branch_twins;
 pub mod cfg;
 pub mod device_tests;
 pub mod device_predicates;
+pub mod field_inits;
 pub mod mapping;
 pub mod package;
 pub mod rules;
@@ -116,6 +117,10 @@ pub fn mirror_file(file: &str, label: &str, source: &str) -> Result<MirroredFile
     let mut rewritten: syn::File = syn::parse2(tokens).map_err(|e| TranslateError::unsupported(file, 0, "mirrored Rust source", format!("does not parse after the rules ran: {e}")))?;
     let mut gaps = Vec::new();
     Pruner { file, gaps: &mut gaps }.visit_file_mut(&mut rewritten);
+    let fields = field_inits::rewrite(file, &mut rewritten)?;
+    if fields > 0 {
+        *counts.entry("field-inits").or_default() += fields;
+    }
     let skips = device_tests::add_to_tests(&mut rewritten, &syn::parse_quote!(crate));
     if skips > 0 {
         *counts.entry("device-tests-skip").or_default() += skips;

@@ -297,3 +297,145 @@ pub const FORBIDDEN_IDENTIFIERS: &[&str] = &[
 
 /// Identifier prefixes that mark CUDA-only names.
 pub const FORBIDDEN_PREFIXES: &[&str] = &["__nv_", "__NV_", "__CUDA", "__CUDACC", "__vsub", "__vadd", "__vcmp", "__vabs", "__vmax", "__vmin"];
+
+/// One AMD architecture family as ggml's HIP build names it
+/// (`ggml-cuda/vendors/hip.h`): the macro, and the clang `__gfxNNNN__`
+/// macros of the arches that belong to it.
+pub struct GgmlAmdFamily {
+    pub define: &'static str,
+    pub arches: &'static [&'static str],
+}
+
+/// ggml's per-arch families, written into [`GGML_HIP_ARCH_HEADER`] (rule
+/// `ggml-amd-profile` makes mmq_common.cuh include it). `CDNA` and `RDNA`
+/// stand for the whole family, as in ggml; RDNA3 covers every gfx11 arch and
+/// RDNA3_5 the gfx115x ones on top of it (ggml does the same).
+pub const GGML_AMD_FAMILIES: &[GgmlAmdFamily] = &[
+    GgmlAmdFamily { define: "CDNA1", arches: &["gfx908"] },
+    GgmlAmdFamily { define: "CDNA2", arches: &["gfx90a"] },
+    GgmlAmdFamily { define: "CDNA3", arches: &["gfx940", "gfx941", "gfx942"] },
+    GgmlAmdFamily { define: "CDNA4", arches: &["gfx950"] },
+    GgmlAmdFamily { define: "RDNA1", arches: &["gfx1010", "gfx1011", "gfx1012"] },
+    GgmlAmdFamily {
+        define: "RDNA2",
+        arches: &["gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036", "gfx1037"],
+    },
+    GgmlAmdFamily { define: "RDNA3", arches: &["gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"] },
+    GgmlAmdFamily { define: "RDNA3_5", arches: &["gfx1150", "gfx1151", "gfx1152", "gfx1153"] },
+    GgmlAmdFamily { define: "RDNA4", arches: &["gfx1200", "gfx1201"] },
+];
+
+/// A macro defined from other macros: `define` when `condition` holds.
+pub struct GgmlDerivedDefine {
+    pub define: &'static str,
+    pub condition: &'static str,
+    pub why: &'static str,
+}
+
+/// What ggml's HIP build defines on top of the families, in order.
+pub const GGML_DERIVED_DEFINES: &[GgmlDerivedDefine] = &[
+    GgmlDerivedDefine {
+        define: "CDNA",
+        condition: "defined(CDNA1) || defined(CDNA2) || defined(CDNA3) || defined(CDNA4)",
+        why: "the whole CDNA family (ggml)",
+    },
+    GgmlDerivedDefine {
+        define: "RDNA",
+        condition: "defined(RDNA1) || defined(RDNA2) || defined(RDNA3) || defined(RDNA4)",
+        why: "the whole RDNA family (ggml)",
+    },
+    GgmlDerivedDefine {
+        define: "GGML_USE_HIP",
+        condition: "defined(__HIP_PLATFORM_AMD__) || defined(CDNA) || defined(RDNA)",
+        why: "ggml's HIP build: every pass of hipcc for AMD (host and device); an arch macro alone in a hip-on-cuda emulated build",
+    },
+    GgmlDerivedDefine {
+        define: "AMD_WMMA_AVAILABLE",
+        condition: "defined(RDNA3) || defined(RDNA4)",
+        why: "ggml's WMMA MMQ tiles (v_wmma_i32_16x16x16_iu8), wave32; run on an NVIDIA GPU through hip-on-cuda's WMMA emulation",
+    },
+    GgmlDerivedDefine {
+        define: "AMD_MFMA_AVAILABLE",
+        condition: "defined(CDNA) && !defined(CDNA4) && defined(CANDLE_HIP_MMQ_MFMA)",
+        why: "ggml's MFMA MMQ tiles (v_mfma_i32_*), wave64: off unless CANDLE_HIP_MMQ_MFMA is defined, until the 64-lane emulation has run them; not on CDNA4 (gfx950), which lacks the v_mfma_i32_16x16x16i8 that upstream's copy uses for every CDNA but CDNA3",
+    },
+];
+
+/// The generated header with [`GGML_AMD_FAMILIES`] and [`GGML_DERIVED_DEFINES`].
+pub const GGML_HIP_ARCH_HEADER: &str = "candle_ggml_hip_arch.h";
+
+/// The upstream header that gets [`GGML_HIP_ARCH_HEADER`] and whose
+/// NVIDIA-only definitions [`GGML_AMD_QUERIES`] replaces.
+pub const GGML_COMMON_HEADER: &str = "mmq_gguf/mmq_common.cuh";
+
+/// A function upstream's self-contained ggml header defines for NVIDIA only,
+/// and the definition ggml's own common.cuh gives it in the HIP build.
+pub struct GgmlAmdQuery {
+    pub function: &'static str,
+    /// The whole replacement definition (upstream's leaves the parameter unnamed).
+    pub definition: &'static str,
+    pub why: &'static str,
+}
+
+/// Rule `ggml-amd-profile`: upstream's mmq_common.cuh answers "no" to every
+/// AMD question (`{ return false; } // NVIDIA only`); ggml's HIP build answers
+/// per arch. Host functions read the `cc` the backend passes (ggml's AMD
+/// compute capability, `0x1000000 + gfx id`); device functions the arch macros.
+pub const GGML_AMD_QUERIES: &[GgmlAmdQuery] = &[
+    GgmlAmdQuery {
+        function: "amd_mfma_available",
+        definition: "static bool amd_mfma_available(const int cc) {\n#if defined(CANDLE_HIP_MMQ_MFMA)\n    return GGML_CUDA_CC_IS_CDNA(cc) && cc != GGML_CUDA_CC_OFFSET_AMD + 0x950; // not CDNA4: see AMD_MFMA_AVAILABLE\n#else\n    GGML_UNUSED(cc);\n    return false;\n#endif // defined(CANDLE_HIP_MMQ_MFMA)\n}",
+        why: "host side of AMD_MFMA_AVAILABLE (the same switch)",
+    },
+    GgmlAmdQuery {
+        function: "amd_wmma_available",
+        definition: "static bool amd_wmma_available(const int cc) {\n    return GGML_CUDA_CC_IS_RDNA4(cc) || GGML_CUDA_CC_IS_RDNA3(cc);\n}",
+        why: "host side of AMD_WMMA_AVAILABLE",
+    },
+    GgmlAmdQuery {
+        function: "ggml_cuda_get_physical_warp_size",
+        definition: "static constexpr __device__ int ggml_cuda_get_physical_warp_size() {\n#if defined(GGML_USE_HIP) && defined(CDNA)\n    return 64;\n#else\n    return 32;\n#endif // defined(GGML_USE_HIP) && defined(CDNA)\n}",
+        why: "ggml's physical warp: the whole 64-lane wavefront on CDNA (the backend passes the device's wavefront size to the launchers)",
+    },
+];
+
+/// A local of upstream's MMQ launchers (`mmq_instance_*.cu`) whose initializer
+/// hard-codes NVIDIA's choice, and ggml's host function for it.
+pub struct GgmlHostTile {
+    /// The declared name (`const int NAME = ...;`).
+    pub local: &'static str,
+    /// Upstream's initializer, tokens joined by single spaces.
+    pub upstream: &'static str,
+    pub ggml: &'static str,
+    pub why: &'static str,
+}
+
+/// Rule `ggml-host-tiles`: the launchers choose tiles as ggml's own host
+/// code does, so that host and device agree on every AMD arch. On an NVIDIA
+/// compute capability each ggml function gives upstream's value again.
+pub const GGML_HOST_TILES: &[GgmlHostTile] = &[
+    GgmlHostTile {
+        local: "mmq_x_max",
+        upstream: "( turing_mma_available ( cc ) ) ? 128 : ( GGML_CUDA_CC_IS_NVIDIA ( cc ) && ggml_cuda_highest_compiled_arch ( cc ) >= GGML_CUDA_CC_VOLTA ) ? 64 : 64",
+        ggml: "get_mmq_x_max_host(cc)",
+        why: "128 columns with AMD matrix cores",
+    },
+    GgmlHostTile {
+        local: "mmq_y",
+        upstream: "( GGML_CUDA_CC_IS_NVIDIA ( cc ) && ggml_cuda_highest_compiled_arch ( cc ) >= GGML_CUDA_CC_VOLTA ) ? 128 : 64",
+        ggml: "get_mmq_y_host(cc)",
+        why: "128 rows on AMD (64 on RDNA1), as get_mmq_y_device() under GGML_USE_HIP",
+    },
+    GgmlHostTile {
+        local: "nwarps",
+        upstream: "256 / warp_size_host",
+        ggml: "mmq_get_nwarps_host(cc, warp_size_host)",
+        why: "8 warps with MFMA, else 256 / the wavefront size, as mmq_get_nwarps_device()",
+    },
+    GgmlHostTile {
+        local: "granularity",
+        upstream: "( turing_mma_available ( cc ) && mmq_x >= 48 ) ? 16 : 8",
+        ggml: "mmq_get_granularity_host(mmq_x, cc)",
+        why: "16/32-column steps with AMD matrix cores, as mmq_get_granularity_device()",
+    },
+];

@@ -201,12 +201,17 @@ fn get_device_info(dev: &RocmDevice) -> DeviceInfo {
     let warp_size = unsafe {
         result::device::get_attribute(
             cu_device,
-            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_KERNEL_WARP_SIZE,
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE,
         )
     }
         .unwrap_or(32);
     let info = DeviceInfo {
-        cc: major * 100 + minor * 10,
+        cc: unsafe {
+            result::device::ggml_compute_capability(cu_device, major * 100 + minor * 10)
+        }
+            .expect(
+                "the GPU's arch name (hipGetDevicePropertiesR0600), which ggml's MMQ tile choice depends on",
+            ),
         nsm,
         smpbo: smpbo as i64,
         warp_size,

@@ -56,9 +56,6 @@ pub mod device {
         dev: sys::CUdevice,
         attr: sys::CUdevice_attribute,
     ) -> Result<i32, HipError> {
-        if attr == sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_KERNEL_WARP_SIZE {
-            return Ok(sys::KERNEL_WARP_SIZE);
-        }
         let mut value = 0;
         check(hip::hipDeviceGetAttribute(&mut value, attr as hip::hipDeviceAttribute_t, dev))?;
         Ok(value)
@@ -98,8 +95,9 @@ pub mod device {
     /// [`GGML_CUDA_CC_OFFSET_AMD`] plus the arch id of the `gcnArchName`
     /// ([`ggml_arch_id`]: `gfx90a:sramecc+:xnack-` → `0x100090a`, `gfx1100` →
     /// `0x1001100`); for a name that is not `gfx...` (HIP's NVIDIA platform through
-    /// hip-on-cuda, where it is `sm_90`) ggml's NVIDIA meaning, `major * 100 + minor * 10`
-    /// of the compute-capability attributes (`900` on an H100).
+    /// hip-on-cuda, where it is `sm_90`) `nvidia_cc`, ggml's NVIDIA meaning that the
+    /// caller computed from the compute-capability attributes (`major * 100 + minor * 10`,
+    /// `900` on an H100).
     ///
     /// A `gfx` name that [`ggml_arch_id`] rejects is `hipErrorInvalidValue` (where
     /// ggml would fall back to `major`/`minor`, which loses the stepping: gfx90a
@@ -108,16 +106,13 @@ pub mod device {
     ///
     /// # Safety
     /// `dev` must be a valid device ordinal.
-    pub unsafe fn ggml_compute_capability(dev: sys::CUdevice) -> Result<i32, HipError> {
+    pub unsafe fn ggml_compute_capability(dev: sys::CUdevice, nvidia_cc: i32) -> Result<i32, HipError> {
         let name = gcn_arch_name(dev)?;
         if name.starts_with("gfx") {
             let id = ggml_arch_id(&name).map_err(|_| HipError(hip::hipError_t_hipErrorInvalidValue))?;
             return Ok(GGML_CUDA_CC_OFFSET_AMD + id);
         }
-        use sys::CUdevice_attribute::{
-            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR as MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR as MINOR,
-        };
-        Ok(get_attribute(dev, MAJOR)? * 100 + get_attribute(dev, MINOR)? * 10)
+        Ok(nvidia_cc)
     }
 
     /// A `gcnArchName` that [`ggml_arch_id`] cannot read, and why.

@@ -84,17 +84,9 @@ pub enum CUdevice_attribute {
     CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN =
         hip::hipDeviceAttribute_t_hipDeviceAttributeSharedMemPerBlockOptin,
     CU_DEVICE_ATTRIBUTE_WARP_SIZE = hip::hipDeviceAttribute_t_hipDeviceAttributeWarpSize,
-    /// Not a HIP attribute: the warp width the translated kernels are written
-    /// for ([`KERNEL_WARP_SIZE`]), answered without asking HIP. The generated
-    /// backend asks for it where upstream passes the warp size to a launcher.
-    CU_DEVICE_ATTRIBUTE_KERNEL_WARP_SIZE = u32::MAX,
     CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED =
         hip::hipDeviceAttribute_t_hipDeviceAttributeMemoryPoolsSupported,
 }
-
-/// Lanes of a warp in the translated kernels: 32 on every AMD arch (a CDNA
-/// wavefront of 64 lanes runs two of them), as in the CUDA originals.
-pub const KERNEL_WARP_SIZE: i32 = 32;
 
 /// Event creation flags (`hipEventDefault`, `hipEventBlockingSync`, ...; same values).
 #[repr(u32)]

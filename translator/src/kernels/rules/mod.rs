@@ -8,6 +8,8 @@ mod arch_guards;
 mod call_renames;
 mod compat_overloads;
 mod fold_conditionals;
+mod ggml_amd;
+mod ggml_host_tiles;
 mod hipify_casts;
 mod host_arch;
 mod includes;
@@ -24,7 +26,7 @@ mod warp_sync;
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::mapping::COMPAT_HEADERS;
+use super::mapping::{COMPAT_HEADERS, GGML_HIP_ARCH_HEADER};
 use super::{KernelContext, KernelOutput};
 use crate::lexer::{self, Token};
 use crate::{TranslateError, TreeFile};
@@ -60,6 +62,8 @@ pub const PIPELINE: &[Rule] = &[
     Rule { name: "arch-guards", apply: arch_guards::apply },
     Rule { name: "fold-conditionals", apply: fold_conditionals::apply },
     Rule { name: "host-arch-queries", apply: host_arch::apply },
+    Rule { name: "ggml-amd-profile", apply: ggml_amd::apply },
+    Rule { name: "ggml-host-tiles", apply: ggml_host_tiles::apply },
     Rule { name: "upstream-kernel-fixes", apply: upstream_fixes::apply },
     Rule { name: "inline-asm", apply: inline_asm::apply },
     Rule { name: "warp-sync-intrinsics", apply: warp_sync::apply },
@@ -94,6 +98,7 @@ pub fn run_pipeline(inputs: &[TreeFile], ctx: &KernelContext) -> Result<KernelOu
     for (name, text) in COMPAT_HEADERS {
         files.push(TreeFile { rel_path: name.to_string(), contents: prelude::compat_header(name, text).into_bytes() });
     }
+    files.push(TreeFile { rel_path: GGML_HIP_ARCH_HEADER.to_string(), contents: prelude::table_header(GGML_HIP_ARCH_HEADER, &ggml_amd::arch_header()).into_bytes() });
     files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     Ok(KernelOutput { files, rule_counts })
 }

@@ -23,3 +23,8 @@ pub fn finish(unit: &Unit, ctx: &KernelContext) -> String {
 pub fn compat_header(name: &str, text: &str) -> String {
     format!("// Written by `cargo xtask regen` from translator/compat/{name} (candle-rocm's own code). Do not edit here.\n{text}")
 }
+
+/// A header the translator writes from one of its tables.
+pub fn table_header(name: &str, text: &str) -> String {
+    format!("// Written by `cargo xtask regen` from the translator's tables ({name}; candle-rocm's own code). Do not edit here.\n{text}")
+}
