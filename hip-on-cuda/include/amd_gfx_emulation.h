@@ -110,6 +110,8 @@
 // V_DOT4_I32_I8 / V_DOT4_I32_IU8: D = C + sum of the four byte products (bytes
 // signed or unsigned per operand), wrapping mod 2^32, or saturated with clamp.
 #pragma once
+#ifndef CANDLE_AMD_GFX_EMULATION_H
+#define CANDLE_AMD_GFX_EMULATION_H
 
 #include <stdint.h>
 #include <string.h>
@@ -539,3 +541,5 @@ static __device__ __forceinline__ int candle_emu_sudot4(bool a_signed, int a, bo
 #define __builtin_amdgcn_sudot4(...) candle_emu_sudot4(__VA_ARGS__)
 
 #endif  // __CUDACC__
+
+#endif  // CANDLE_AMD_GFX_EMULATION_H
