@@ -25,7 +25,20 @@
 #
 # Environment: NVCC (else nvcc on PATH, else /usr/local/cuda/bin/nvcc),
 # JOBS (parallel compiles, default nproc), NVCC_EXTRA_FLAGS (appended),
-# CANDLE_KERNELS_REFERENCE (a reference file, or "none" to skip that check).
+# CANDLE_KERNELS_REFERENCE (a reference file, or "none" to skip that check),
+# AMD_ARCH (optional, an RDNA arch gfx10xx/gfx11xx/gfx12xx such as gfx1100 or
+# gfx1201): an emulated AMD build. KERNELS_DIR and its ../MANIFEST.toml are
+# copied to OUT_DIR/amd-emu-src/, the AMD vector aliases in its .h/.cuh/.hip
+# files (`__attribute__((__vector_size__(K * sizeof(T)))) T`,
+# `__attribute__((ext_vector_type(K))) T`, which nvcc rejects in device code)
+# are rewritten to candle_emu_vector<T, K> (any vector type left over is an
+# error, named by file:line), and that copy is compiled with
+# `-include include/amd_gfx_emulation.h -D__gfxNNNN__ -D__GFXnn__` (the macros
+# clang defines for the arch): the arch's branches of the kernels (and ggml's
+# RDNA3/RDNA4 WMMA ones, once NVCC_EXTRA_FLAGS defines ggml's GGML_USE_HIP,
+# RDNA3 or RDNA4, AMD_WMMA_AVAILABLE) then run on the NVIDIA GPU with the AMD
+# builtins emulated in software (RDNA's wave32 on 32-lane warps; wave64 gfx9 is
+# refused). kernels.txt's first line says so. Without AMD_ARCH nothing changes.
 # Works with CUDA 11.8+ (sm_90 needs 11.8) and CUDA 13. Never writes to KERNELS_DIR.
 set -euo pipefail
 
@@ -42,6 +55,28 @@ ARCH=${3:-sm_90}
 [[ $ARCH =~ ^sm_[0-9]+[af]?$ ]] || die "ARCH must look like sm_90 (got '$ARCH')"
 case "$OUT/" in "$(realpath "$KERNELS")"/*) die "OUT_DIR $OUT is inside KERNELS_DIR $KERNELS (it must not be modified)" ;; esac
 mkdir -p "$OUT"
+
+# --- emulated AMD build (AMD_ARCH): a rewritten copy of the kernels --------------
+EMU_FLAGS=()
+if [[ -n ${AMD_ARCH:-} ]]; then
+    [[ $AMD_ARCH =~ ^gfx1[0-2][0-9]{2}$ ]] ||
+        die "AMD_ARCH must be an RDNA (wave32) arch gfx10xx/gfx11xx/gfx12xx such as gfx1100 or gfx1201, got '$AMD_ARCH' (gfx9/CDNA runs wave64, which a 32-lane warp cannot stand in for)"
+    EMU_SRC="$OUT/amd-emu-src"
+    rm -rf "$EMU_SRC"
+    mkdir -p "$EMU_SRC"
+    cp -R "$KERNELS" "$EMU_SRC/kernels"
+    if [[ -f $KERNELS/../MANIFEST.toml ]]; then cp "$KERNELS/../MANIFEST.toml" "$EMU_SRC/MANIFEST.toml"; fi
+    find "$EMU_SRC/kernels" -type f \( -name '*.h' -o -name '*.cuh' -o -name '*.hip' \) -print0 | xargs -0 -r sed -E -i \
+        -e 's/__attribute__\(\(__vector_size__\(([0-9]+)[[:space:]]*\*[[:space:]]*sizeof\(([A-Za-z_][A-Za-z0-9_]*)\)\)\)\)[[:space:]]+\2\b/candle_emu_vector<\2, \1>/g' \
+        -e 's/__attribute__\(\(ext_vector_type\(([0-9]+)\)\)\)[[:space:]]+([A-Za-z_][A-Za-z0-9_]*)\b/candle_emu_vector<\2, \1>/g'
+    left=$(cd "$EMU_SRC/kernels" && grep -rnE --include='*.h' --include='*.cuh' --include='*.hip' 'vector_size|ext_vector_type' . | sed 's|^\./||' || true)
+    [[ -z $left ]] || die "AMD_ARCH=$AMD_ARCH: vector types left after the rewrite to candle_emu_vector (nvcc rejects them in device code):
+$left"
+    EMU_FLAGS=(-include "$INCLUDE/amd_gfx_emulation.h" "-D__${AMD_ARCH}__" "-D__GFX${AMD_ARCH:3:2}__")
+    echo "build-kernels: AMD_ARCH=$AMD_ARCH: compiling a rewritten copy of $KERNELS ($EMU_SRC/kernels) with ${EMU_FLAGS[*]}"
+    KERNELS_ORIG=$KERNELS
+    KERNELS="$EMU_SRC/kernels"
+fi
 
 # --- tools -------------------------------------------------------------------
 if [[ -n ${NVCC:-} ]]; then :
@@ -79,6 +114,7 @@ done < <(cd "$KERNELS" && find . -name '*.hip' -type f | sed 's|^\./||' | LC_ALL
 # Upstream candle-kernels' flags (C++17, -O3, relaxed constexpr) plus the HIP
 # headers first, then the kernel tree (candle_hip_compat.h, *.cuh).
 COMMON=(-std=c++17 -O3 --expt-relaxed-constexpr -x cu -I "$INCLUDE" -I "$KERNELS")
+[[ ${#EMU_FLAGS[@]} -eq 0 ]] || COMMON+=("${EMU_FLAGS[@]}")
 # shellcheck disable=SC2206 # word splitting of extra flags is intended
 EXTRA=(${NVCC_EXTRA_FLAGS:-})
 LOGS="$OUT/logs" OBJS="$OUT/obj"
@@ -165,7 +201,11 @@ fi
 # --- check the outputs ----------------------------------------------------------
 REPORT="$OUT/kernels.txt"
 {
-    echo "# Kernel names of the hip-on-cuda build (nvcc $CUDA_VERSION, $ARCH) of $KERNELS."
+    if [[ -n ${AMD_ARCH:-} ]]; then
+        echo "# Kernel names of the emulated AMD_ARCH=$AMD_ARCH hip-on-cuda build (nvcc $CUDA_VERSION, $ARCH; AMD builtins emulated by amd_gfx_emulation.h) of $KERNELS_ORIG (rewritten copy: $KERNELS)."
+    else
+        echo "# Kernel names of the hip-on-cuda build (nvcc $CUDA_VERSION, $ARCH) of $KERNELS."
+    fi
     for u in "${CO_UNITS[@]+"${CO_UNITS[@]}"}"; do
         module=${u%.hip}
         entries=$("$CUOBJDUMP" -symbols "$OUT/$module.co" | awk '$3=="STO_ENTRY" {print $4}' | LC_ALL=C sort -u)
