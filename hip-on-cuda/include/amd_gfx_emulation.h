@@ -154,11 +154,14 @@
 // ---------------------------------------------------------------------------
 // 1. candle_emu_vector<T, N>: N elements of T, laid out and aligned like the
 // AMD vector type (clang's ext_vector_type / GCC's vector_size: size N *
-// sizeof(T), aligned to its size, element 0 first). Only what the generated
-// code does with those aliases: copy, element access with [].
+// sizeof(T), element 0 first). Only what the generated code does with those
+// aliases: copy, element access with []. Aligned to T, not to its size as on
+// AMD: ggml casts 4-byte-aligned int arrays to these types (registers on AMD);
+// where nvcc puts such an array in local memory, a size-aligned vector access
+// could fault, which would be a fault of this emulation, not of the code.
 // ---------------------------------------------------------------------------
 template <class T, int N>
-struct alignas(sizeof(T) * N) candle_emu_vector {
+struct candle_emu_vector {
     static_assert(N > 0 && ((sizeof(T) * N) & (sizeof(T) * N - 1)) == 0,
                   "candle_emu_vector: size must be a power of two, as for the AMD vector types used");
     T v[N];
