@@ -11,6 +11,10 @@ use std::path::Path;
 const COMMAND: &str = "the GPU machine: bench/numerics/run.sh (built by bench/numerics/build.sh)";
 const QMATMUL: &str = "qmatmul-h100.tsv";
 const TEACHER_FORCED: &str = "teacher-forced-h100.tsv";
+const AMD_EMULATED: &str = "qmatmul-amd-emulated-h100.tsv";
+const AMD_EMULATED_COMMAND: &str = "the GPU machine: bench/numerics/run-amd-emulated.sh (numerics-rocm of bench/numerics/build.sh)";
+/// The row counts of the emulated table: MMQ only (1-8 rows take MMVQ, which has no AMD path).
+const AMD_EMULATED_ROWS: &[&str] = &["12", "128"];
 /// The row counts shown (the file has more): 1 and 8 rows take the matrix-vector kernels
 /// (MMVQ), 12 (the examples' prompt) and 128 the tiled MMQ kernels.
 const SHOWN_ROWS: &[&str] = &["1", "8", "12", "128"];
@@ -22,6 +26,13 @@ pub fn section(md: &mut String, results: &Path) -> Result<()> {
         qmatmul(md, &Table::read(&path)?)?;
     } else {
         writeln!(md, "Not measured yet ({COMMAND}).\n")?;
+    }
+    md.push_str("## Numerics: ggml's AMD MMQ paths under emulation, H100\n\n");
+    let path = results.join(AMD_EMULATED);
+    if path.exists() {
+        amd_emulated(md, &Table::read(&path)?)?;
+    } else {
+        writeln!(md, "Not measured yet ({AMD_EMULATED_COMMAND}).\n")?;
     }
     md.push_str("## Numerics: teacher-forced logits of the made-up LLMs, H100\n\n");
     let path = results.join(TEACHER_FORCED);
@@ -64,6 +75,39 @@ fn qmatmul(md: &mut String, t: &Table) -> Result<()> {
         }
     }
     markdown_table(md, &["type", "rows", "path", "CUDA: exact / q8f / q8h", "ROCm: exact / q8f / q8h", "CPU: exact"], &out)
+}
+
+/// Per type and MMQ row count: the sm_90 build (the portable dp4a tiles) beside each AMD arch
+/// whose ggml profile ran on the H100 by emulation, each against the three references.
+fn amd_emulated(md: &mut String, t: &Table) -> Result<()> {
+    writeln!(md, "From `bench/results/{AMD_EMULATED}`, written by {AMD_EMULATED_COMMAND}. The same `numerics qmatmul` as above, ROCm side only: *rocm* is the kernels' nvcc build for sm_90 (the portable dp4a tiles); *rocm-emulated-ARCH* is the same generated code built as that AMD arch (`hip-on-cuda/build-kernels.sh` with `AMD_ARCH`: `candle_ggml_hip_arch.h` selects the arch's ggml profile, the AMD builtins run on `hip-on-cuda/include/amd_gfx_emulation.h`) and run with `HIP_ON_CUDA_GCN_ARCH_NAME=ARCH`, so the launchers pick that arch's tiles: WMMA tiles on RDNA3 (gfx1100) and RDNA4 (gfx1201), ggml's HIP dp4a tiles (128 rows) on RDNA2 (gfx1030). Numbers only: emulated runs have no meaningful speed. Cells: NMSE against exact / q8f / q8h.\n")?;
+    notes(md, t)?;
+    let c = |n: &str| t.column(n);
+    let (backend, dtype, rows) = (c("backend")?, c("dtype")?, c("rows")?);
+    let (exact, q8f, q8h) = (c("vs_exact")?, c("vs_q8f")?, c("vs_q8h")?);
+    let mut backends: Vec<&str> = Vec::new();
+    let mut dtypes: Vec<&str> = Vec::new();
+    for r in &t.rows {
+        if !backends.contains(&r[backend].as_str()) {
+            backends.push(&r[backend]);
+        }
+        if !dtypes.contains(&r[dtype].as_str()) {
+            dtypes.push(&r[dtype]);
+        }
+    }
+    let mut out = Vec::new();
+    for d in dtypes {
+        for n in AMD_EMULATED_ROWS {
+            let mut row = vec![d.to_string(), n.to_string()];
+            for b in &backends {
+                row.push(t.rows.iter().find(|x| x[backend] == *b && x[dtype] == d && x[rows] == *n).map_or("NA".to_string(), |x| format!("{} / {} / {}", x[exact], x[q8f], x[q8h])));
+            }
+            out.push(row);
+        }
+    }
+    let mut header = vec!["type", "rows"];
+    header.extend(backends.iter().copied());
+    markdown_table(md, &header, &out)
 }
 
 fn teacher_forced(md: &mut String, t: &Table) -> Result<()> {
