@@ -298,10 +298,11 @@ CANDLE_EMU_HDI uint32_t candle_emu_ref_perm(uint32_t src0, uint32_t src1, uint32
 // V_DOT4_I32_IU8 (and V_DOT4_I32_I8 with both operands signed).
 CANDLE_EMU_HDI int32_t candle_emu_ref_dot4(bool a_signed, uint32_t a, bool b_signed, uint32_t b, int32_t c,
                                            bool clamp) {
-    // The four products summed in 32 bits (|sum| <= 4 * 255 * 255: exact), then c added in 64 bits.
-    // Accumulating c + products in int64 directly, the nvcc 13 build (-O2, sm_90) wrapped the signed
-    // sums at 32 bits before the clamp saw them (the clamp cases failed on the H100; nvcc's dp4a
-    // pattern matching is the likely cause).
+    // The four products summed in 32 bits (|sum| <= 4 * 255 * 255: exact), then c added with
+    // 32-bit wrap-around and, with clamp, saturated where the addition overflowed (operands of
+    // one sign, result of the other). No 64-bit sum: accumulating c + products in int64, the
+    // nvcc 13 build (-O2, sm_90) wrapped the signed sums at 32 bits before the clamp saw them
+    // (the clamp cases failed on the H100).
     int32_t products = 0;
     for (int j = 0; j < 4; ++j) {
         const uint32_t x = (a >> (8 * j)) & 0xffu, y = (b >> (8 * j)) & 0xffu;
@@ -309,8 +310,9 @@ CANDLE_EMU_HDI int32_t candle_emu_ref_dot4(bool a_signed, uint32_t a, bool b_sig
         const int32_t yv = b_signed ? (int32_t)(int8_t)y : (int32_t)y;
         products += xv * yv;
     }
-    const volatile int32_t exact = products; // keeps the 64-bit addition below from being fused into dp4a
-    return candle_emu_i32_result((int64_t)c + (int64_t)exact, clamp);
+    const int32_t wrapped = (int32_t)((uint32_t)c + (uint32_t)products);
+    if (clamp && ((c ^ wrapped) & (products ^ wrapped)) < 0) return c < 0 ? INT32_MIN : INT32_MAX;
+    return wrapped;
 }
 
 // Element decoders: field bits -> float (exact).
