@@ -57,13 +57,13 @@ pub fn section(md: &mut String, results: &Path) -> Result<()> {
     md.push_str("- *spilling*: VGPR or SGPR spills in the metadata; *scratch, no spills*: private segment used by stack arrays, not by spills.\n");
     md.push_str("- *below sm_90*: occupancy by registers alone (AMD: waves per SIMD over the arch's maximum, from `hip_build::occupancy::AMD_ARCH_LIMITS`; sm_90: warps per SM over 64) is lower than upstream's kernel gets on sm_90; kernels upstream lacks are not counted.\n");
     md.push_str("- *LDS-starved*: the static LDS allows fewer waves per SIMD than the registers (workgroups of the kernel's maximum size).\n");
-    md.push_str("- *dot4*: kernels with native byte dot products (`v_dot4*`) and their instruction count; *dp4a fallback*: kernels with native dot products on another arch here and none on this one (the portable byte loop of `candle_dp4a`).\n\n");
+    md.push_str("- *dot4*: kernels with native byte dot products (`v_dot4*`) and their instruction count; *dp4a fallback*: kernels with native dot products on another arch here and neither those nor matrix instructions on this one (the portable byte loop of `candle_dp4a`; a kernel that takes ggml's MFMA/WMMA tiles instead is not one). Where ggml's matrix tiles are on (RDNA3/4), its `mul_mat_q` instantiations for tile widths the arch never launches (mmq_x of 8, 24, 40, 56: not a multiple of the 16-column WMMA granularity) compile to ggml's `NO_DEVICE_CODE` stub and count here too.\n\n");
     let with_dot4: BTreeSet<&(String, String)> = files.iter().flat_map(|f| f.kernels.iter().filter(|k| k.dot4 > 0).map(|k| &k.key)).collect();
     let mut rows = Vec::new();
     for f in &files {
         let count = |p: &dyn Fn(&Kernel) -> bool| f.kernels.iter().filter(|k| p(k)).count();
         let mnemonics: BTreeSet<&str> = f.kernels.iter().flat_map(|k| k.dot4_mnemonics.iter().map(String::as_str)).collect();
-        let fallback = count(&|k| k.dot4 == 0 && with_dot4.contains(&k.key));
+        let fallback = count(&|k| k.dot4 == 0 && k.mfma == 0 && k.wmma == 0 && with_dot4.contains(&k.key));
         rows.push(vec![
             f.arch.clone(),
             f.kernels.len().to_string(),
@@ -158,12 +158,17 @@ mod tests {
     use crate::bench::kernel_resources::COLUMNS;
 
     fn file(dir: &Path, arch: &str, dot4: &str) {
+        file_with(dir, arch, dot4, "0");
+    }
+
+    fn file_with(dir: &Path, arch: &str, dot4: &str, wmma: &str) {
         let mut t = Table::new(COLUMNS);
         let mut row: Vec<String> = COLUMNS.iter().map(|_| "0".to_string()).collect();
         let set = |row: &mut Vec<String>, name: &str, v: &str| row[COLUMNS.iter().position(|c| *c == name).unwrap()] = v.to_string();
         set(&mut row, "module", "mmvq_gguf");
         set(&mut row, "kernel", "mul_mat_vec_q4_0_q8_1");
         set(&mut row, "dot4", dot4);
+        set(&mut row, "wmma", wmma);
         set(&mut row, "dot4_mnemonics", if dot4 == "0" { "-" } else { "v_dot4_i32_i8:4" });
         set(&mut row, "occupancy_pct", "50.0");
         set(&mut row, "sm90_occupancy_pct", "75.0");
@@ -183,6 +188,16 @@ mod tests {
         assert!(md.contains("| gfx90a | 1 | 1 | 0 | 1 | 0 | 0 (0) | none | 1 | 0 | 0 |"), "{md}");
         assert!(md.contains("| gfx942 | 1 | 1 | 0 | 1 | 0 | 1 (4) | v_dot4_i32_i8 | 0 | 0 | 0 |"), "{md}");
         assert!(md.contains("| mmvq_gguf | 1 | 1 / 1 / 0 | 1 / 1 / 1 |"), "{md}");
+    }
+
+    #[test]
+    fn matrix_instructions_are_no_dp4a_fallback() {
+        let dir = tempfile::tempdir().unwrap();
+        file(dir.path(), "gfx942", "4");
+        file_with(dir.path(), "gfx1100", "0", "8");
+        let mut md = String::new();
+        section(&mut md, dir.path()).unwrap();
+        assert!(md.contains("| gfx1100 | 1 | 1 | 0 | 1 | 0 | 0 (0) | none | 0 | 0 | 1 |"), "{md}");
     }
 
     #[test]
