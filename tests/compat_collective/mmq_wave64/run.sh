@@ -23,8 +23,9 @@ for f in "$gen"/mmq_gguf/mmq_instance_*.hip "$gen"/mmq_gguf/mmq_quantize.hip; do
     fi
 done
 
+# Warnings the generated code raises under g++ (enum-compare, sign-compare in mmq_gguf.cuh) are off.
 cxx=(g++ -std=c++20 -O1 -pthread -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter -Wno-unused-function
-    -Wno-enum-compare -Wno-psabi -I "$here" -I "$here/include")
+    -Wno-enum-compare -Wno-sign-compare -Wno-psabi -I "$here" -I "$here/include")
 gen_inc=(-I "$build/rewritten" -I "$gen/mmq_gguf" -I "$gen")
 
 pids=()
