@@ -1,6 +1,7 @@
 //! The compat headers' own tests, run in CI: the bit-exact fp8/bf16
 //! conversion and integer-SIMD checks and the CPU emulation of the warp and
-//! block collectives (g++), and the AMD compile of every compat function
+//! block collectives (g++), the wave64 emulation of the generated MMQ code
+//! on CDNA (g++), and the AMD compile of every compat function
 //! (hipcc). Their NVIDIA comparisons (tests/compat/nvidia_reference_check.cu,
 //! tests/compat_collective/wmma_vs_cuda.cu) need nvcc and a GPU and are run
 //! through the device tool, not here.
@@ -44,6 +45,27 @@ fn fp8_bf16_and_integer_simd_conversions_are_exact() {
 fn wmma_and_scans_match_cpu_references_in_emulation() {
     let last = build_and_run("tests/compat_collective/cpu_emulation.cpp", &["-std=c++20", "-O1", "-pthread", "-Wno-unknown-pragmas"]);
     assert!(last.contains(" 0 failed"), "{last}");
+}
+
+/// The generated MMQ code (generated/kernels/mmq_gguf/) on ggml's CDNA paths,
+/// gfx942 and gfx90a, with and without CANDLE_HIP_MMQ_MFMA, in the CPU
+/// emulation of 64-lane wavefronts with software MFMA instructions
+/// (tests/compat_collective/mmq_wave64/; needs bash, perl and g++; about two
+/// minutes on two cores).
+#[test]
+fn mmq_cdna_paths_match_reference_in_wave64_emulation() {
+    let root = workspace_root();
+    let build = tempfile::tempdir().unwrap();
+    let out = Command::new("bash")
+        .arg(root.join("tests/compat_collective/mmq_wave64/run.sh"))
+        .arg(build.path())
+        .output()
+        .expect("bash");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "mmq_wave64 failed:\n{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let last = stdout.lines().last().unwrap_or("");
+    println!("mmq_wave64: {last}");
+    assert!(last.ends_with(" 0 failed"), "{last}");
 }
 
 #[test]

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds and runs the wave64 CPU emulation of the generated MMQ code (see
+# mmq_wave64.cpp). Needs bash, perl and g++ (C++20); no GPU. From anywhere:
+#   tests/compat_collective/mmq_wave64/run.sh [build-dir]
+# Prints the results table and "N passed, M failed"; exits non-zero on failure.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+gen="$root/generated/kernels"
+build=${1:-$(mktemp -d)}
+mkdir -p "$build/rewritten"
+[ $# -ge 1 ] || trap 'rm -rf "$build"' EXIT
+
+# The launcher files with only their launch syntax rewritten for the emulator:
+#   k<<<grid, block, shmem, stream>>>(args);  ->  emu_launch_kernel(grid, block, shmem, stream, k, args);
+# (line numbers are kept). The headers they include are used unchanged from generated/.
+for f in "$gen"/mmq_gguf/mmq_instance_*.hip "$gen"/mmq_gguf/mmq_quantize.hip; do
+    out="$build/rewritten/$(basename "$f")"
+    perl -0pe 's/([A-Za-z_][A-Za-z_0-9]*(?:<[^<>;]*>)?)\s*<<<(.*?)>>>\s*\((.*?)\);/emu_launch_kernel($2, $1, $3);/gs' "$f" >"$out"
+    if grep -q '<<<' "$out" || ! grep -q 'emu_launch_kernel' "$out"; then
+        echo "run.sh: could not rewrite the launches of $f" >&2
+        exit 1
+    fi
+done
+
+# Warnings the generated code raises under g++ (enum-compare, sign-compare in mmq_gguf.cuh) are off.
+cxx=(g++ -std=c++20 -O1 -pthread -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter -Wno-unused-function
+    -Wno-enum-compare -Wno-sign-compare -Wno-psabi -I "$here" -I "$here/include")
+gen_inc=(-I "$build/rewritten" -I "$gen/mmq_gguf" -I "$gen")
+
+pids=()
+build_cfg() {  # name gfx-macro [extra flags]
+    local name=$1 arch=$2
+    shift 2
+    "${cxx[@]}" "${gen_inc[@]}" "-D$arch" "$@" -DEMU_CFG="$name" -c "$here/mmq_config.cpp" -o "$build/$name.o"
+}
+build_cfg cdna3_mfma __gfx942__ -DCANDLE_HIP_MMQ_MFMA & pids+=($!)
+build_cfg cdna3_dp4a __gfx942__ & pids+=($!)
+wait "${pids[@]}"
+pids=()
+build_cfg cdna2_mfma __gfx90a__ -DCANDLE_HIP_MMQ_MFMA & pids+=($!)
+build_cfg cdna2_dp4a __gfx90a__ & pids+=($!)
+wait "${pids[@]}"
+"${cxx[@]}" -c "$here/mfma_selftest.cpp" -o "$build/mfma_selftest.o"
+"${cxx[@]}" -c "$here/mmq_wave64.cpp" -o "$build/mmq_wave64.o"
+"${cxx[@]}" "$build"/cdna3_mfma.o "$build"/cdna3_dp4a.o "$build"/cdna2_mfma.o "$build"/cdna2_dp4a.o \
+    "$build/mfma_selftest.o" "$build/mmq_wave64.o" -o "$build/mmq_wave64"
+"$build/mmq_wave64"
