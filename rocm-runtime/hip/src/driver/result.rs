@@ -58,6 +58,12 @@ pub mod device {
     ) -> Result<i32, HipError> {
         let mut value = 0;
         check(hip::hipDeviceGetAttribute(&mut value, attr as hip::hipDeviceAttribute_t, dev))?;
+        if value == 0 && attr == sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN {
+            // AMD has no opt-in shared memory: the per-block maximum is the limit. HIP 6.0
+            // answers 0 here (ROCm/hip#3516), with which ggml's MMQ launchers find no tile that
+            // fits and launch nothing; ggml's own HIP build reads `sharedMemPerBlock`.
+            return get_attribute(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+        }
         Ok(value)
     }
 
