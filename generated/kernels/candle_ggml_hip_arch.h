@@ -64,7 +64,12 @@
 #define AMD_WMMA_AVAILABLE
 #endif
 
-// ggml's MFMA MMQ tiles (v_mfma_i32_*), wave64: off unless CANDLE_HIP_MMQ_MFMA is defined, until the 64-lane emulation has run them; not on CDNA4 (gfx950), which lacks the v_mfma_i32_16x16x16i8 that upstream's copy uses for every CDNA but CDNA3
-#if defined(CDNA) && !defined(CDNA4) && defined(CANDLE_HIP_MMQ_MFMA)
+// no MFMA tiles with HIP 5 (Debian's 5.2.3): its clang lacks the __bf16 type that upstream's bf16 MFMA tile passes (ggml itself needs ROCm 6.1)
+#if defined(__HIP_PLATFORM_AMD__) && defined(HIP_VERSION_MAJOR) && HIP_VERSION_MAJOR < 6 && !defined(CANDLE_HIP_NO_MMQ_MFMA)
+#define CANDLE_HIP_NO_MMQ_MFMA
+#endif
+
+// ggml's MFMA MMQ tiles (v_mfma_i32_*), wave64, as ggml's default (checked in the CPU 64-lane emulation, tests/compat_collective/mmq_wave64); CANDLE_HIP_NO_MMQ_MFMA (ggml's GGML_HIP_NO_MMQ_MFMA) keeps the dp4a tiles; not on CDNA4 (gfx950), which lacks the v_mfma_i32_16x16x16i8 that upstream's copy uses for every CDNA but CDNA3
+#if defined(CDNA) && !defined(CDNA4) && !defined(CANDLE_HIP_NO_MMQ_MFMA)
 #define AMD_MFMA_AVAILABLE
 #endif

@@ -37,15 +37,15 @@ fn launchers_from_env() -> Result<Launchers> {
 
 type Result<T> = std::result::Result<T, String>;
 
-/// `CANDLE_ROCM_MMQ_MFMA=1`: ggml's MFMA tiles for quantized matmul on CDNA
-/// (`-DCANDLE_HIP_MMQ_MFMA`, read by generated/kernels/candle_ggml_hip_arch.h
-/// and by the launchers' host code). Off by default until the 64-lane
-/// emulation has run them; RDNA3/4's WMMA tiles need no switch.
+/// `CANDLE_ROCM_MMQ_MFMA=0`: ggml's dp4a tiles for quantized matmul on CDNA
+/// instead of its MFMA tiles (`-DCANDLE_HIP_NO_MMQ_MFMA`, ggml's
+/// `GGML_HIP_NO_MMQ_MFMA`, read by generated/kernels/candle_ggml_hip_arch.h and
+/// by the launchers' host code). MFMA is the default, as in ggml.
 fn switch_defines() -> Result<Vec<String>> {
     match std::env::var("CANDLE_ROCM_MMQ_MFMA").ok().as_deref() {
-        None | Some("") | Some("0") => Ok(vec![]),
-        Some("1") => Ok(vec!["-DCANDLE_HIP_MMQ_MFMA".to_string()]),
-        Some(other) => Err(format!("CANDLE_ROCM_MMQ_MFMA={other}: expected 1 (ggml's MFMA tiles on CDNA) or 0 (the default)")),
+        None | Some("") | Some("1") => Ok(vec![]),
+        Some("0") => Ok(vec!["-DCANDLE_HIP_NO_MMQ_MFMA".to_string()]),
+        Some(other) => Err(format!("CANDLE_ROCM_MMQ_MFMA={other}: expected 1 (ggml's MFMA tiles on CDNA, the default) or 0 (its dp4a tiles)")),
     }
 }
 

@@ -48,7 +48,7 @@ fn wmma_and_scans_match_cpu_references_in_emulation() {
 }
 
 /// The generated MMQ code (generated/kernels/mmq_gguf/) on ggml's CDNA paths,
-/// gfx942 and gfx90a, with and without CANDLE_HIP_MMQ_MFMA, in the CPU
+/// gfx942 and gfx90a, MFMA (the default) and with CANDLE_HIP_NO_MMQ_MFMA, in the CPU
 /// emulation of 64-lane wavefronts with software MFMA instructions
 /// (tests/compat_collective/mmq_wave64/; needs bash, perl and g++; about two
 /// minutes on two cores).

@@ -285,12 +285,12 @@ static bool fp16_mma_hardware_available(const int cc) {
 }
 
 static bool amd_mfma_available(const int cc) {
-#if defined(CANDLE_HIP_MMQ_MFMA)
+#if !defined(CANDLE_HIP_NO_MMQ_MFMA)
     return GGML_CUDA_CC_IS_CDNA(cc) && cc != GGML_CUDA_CC_OFFSET_AMD + 0x950; // not CDNA4: see AMD_MFMA_AVAILABLE
 #else
     GGML_UNUSED(cc);
     return false;
-#endif // defined(CANDLE_HIP_MMQ_MFMA)
+#endif // !defined(CANDLE_HIP_NO_MMQ_MFMA)
 }
 static bool amd_wmma_available(const int cc) {
     return GGML_CUDA_CC_IS_RDNA4(cc) || GGML_CUDA_CC_IS_RDNA3(cc);

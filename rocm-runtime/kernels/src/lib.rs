@@ -27,9 +27,10 @@
 //!   library path, so that another build of the same sources can stand in for
 //!   it (the NVIDIA run of `hip-on-cuda/`).
 //!
-//! * `CANDLE_ROCM_MMQ_MFMA`: `1` compiles ggml's MFMA tiles for quantized
-//!   matmul on CDNA (gfx90a, gfx942, gfx950); off by default until they have
-//!   run in the 64-lane emulation. RDNA3/RDNA4 take ggml's WMMA tiles always.
+//! * `CANDLE_ROCM_MMQ_MFMA`: `0` compiles ggml's dp4a tiles for quantized
+//!   matmul on CDNA (gfx90a, gfx942) instead of its MFMA tiles, the default as
+//!   in ggml (gfx950 has dp4a tiles either way). RDNA3/RDNA4 take ggml's WMMA
+//!   tiles always.
 //!
 //! At run time, `CANDLE_ROCM_CODE_OBJECTS_DIR=DIR` makes [`Module::code_object`]
 //! return the bytes of `DIR/<module>.co` (`affine.co`, …) instead of the

@@ -1,6 +1,6 @@
 // One emulated configuration of the generated MMQ code: compiled once per
 // (arch, switch) with g++, e.g.
-//   -D__gfx942__ -DCANDLE_HIP_MMQ_MFMA -DEMU_CFG=cdna3_mfma
+//   -D__gfx942__ -DEMU_CFG=cdna3_mfma   (MFMA: the default; -DCANDLE_HIP_NO_MMQ_MFMA for the dp4a tiles)
 // and linked with the others into mmq_wave64 (run.sh). It includes the
 // generated headers unchanged and the instance / quantize launcher files with
 // only their launch syntax rewritten (run.sh: `k<<<g, b, s, st>>>(a)` becomes

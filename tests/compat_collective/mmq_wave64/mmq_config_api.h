@@ -1,5 +1,5 @@
-// What one emulated configuration (mmq_config.cpp built for one arch, with or
-// without CANDLE_HIP_MMQ_MFMA) gives the driver (mmq_wave64.cpp): the
+// What one emulated configuration (mmq_config.cpp built for one arch, without or
+// with CANDLE_HIP_NO_MMQ_MFMA) gives the driver (mmq_wave64.cpp): the
 // generated launchers, called exactly as candle-core's rocm_fast_mmq.rs calls
 // them, and a few of the generated host functions.
 #pragma once

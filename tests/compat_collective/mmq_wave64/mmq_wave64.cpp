@@ -1,7 +1,7 @@
 // Runs the generated MMQ code (generated/kernels/mmq_gguf/) on ggml's CDNA
 // paths in a CPU emulation of 64-lane wavefronts (hip_cpu_device.h, with the
 // int8 MFMA instructions of mfma_cpu.h), for gfx942 (CDNA3) and gfx90a (CDNA2),
-// each with CANDLE_HIP_MMQ_MFMA (MFMA tiles) and without (ggml's dp4a tiles on
+// each with ggml's MFMA tiles (the default) and with CANDLE_HIP_NO_MMQ_MFMA (its dp4a tiles on
 // 64-lane physical warps), and compares every result with an f64 reference.
 // Built and run by run.sh (g++ only, no GPU).
 //
@@ -500,7 +500,7 @@ int main() {
 
     printf("\n== configurations ==\n");
     for (const emu_mmq_api& api : apis) {
-        printf("%s (%s) CANDLE_HIP_MMQ_MFMA %-3s: cc 0x%x, device AMD_MFMA_AVAILABLE %d, host amd_mfma_available %d, physical warp %d, "
+        printf("%s (%s) MFMA %-3s: cc 0x%x, device AMD_MFMA_AVAILABLE %d, host amd_mfma_available %d, physical warp %d, "
                "mmq_y %d, nwarps %d\n",
                api.name, api.family, api.mfma ? "on" : "off", api.cc, api.mfma, api.mfma_host, api.physical_warp, api.mmq_y(), api.nwarps());
         check(api.mfma == api.mfma_host, std::string(api.name) + ": host and device agree on the MFMA path");

@@ -34,12 +34,12 @@ build_cfg() {  # name gfx-macro [extra flags]
     shift 2
     "${cxx[@]}" "${gen_inc[@]}" "-D$arch" "$@" -DEMU_CFG="$name" -c "$here/mmq_config.cpp" -o "$build/$name.o"
 }
-build_cfg cdna3_mfma __gfx942__ -DCANDLE_HIP_MMQ_MFMA & pids+=($!)
-build_cfg cdna3_dp4a __gfx942__ & pids+=($!)
+build_cfg cdna3_mfma __gfx942__ & pids+=($!)
+build_cfg cdna3_dp4a __gfx942__ -DCANDLE_HIP_NO_MMQ_MFMA & pids+=($!)
 wait "${pids[@]}"
 pids=()
-build_cfg cdna2_mfma __gfx90a__ -DCANDLE_HIP_MMQ_MFMA & pids+=($!)
-build_cfg cdna2_dp4a __gfx90a__ & pids+=($!)
+build_cfg cdna2_mfma __gfx90a__ & pids+=($!)
+build_cfg cdna2_dp4a __gfx90a__ -DCANDLE_HIP_NO_MMQ_MFMA & pids+=($!)
 wait "${pids[@]}"
 "${cxx[@]}" -c "$here/mfma_selftest.cpp" -o "$build/mfma_selftest.o"
 "${cxx[@]}" -c "$here/mmq_wave64.cpp" -o "$build/mmq_wave64.o"

@@ -355,9 +355,14 @@ pub const GGML_DERIVED_DEFINES: &[GgmlDerivedDefine] = &[
         why: "ggml's WMMA MMQ tiles (v_wmma_i32_16x16x16_iu8), wave32; run on an NVIDIA GPU through hip-on-cuda's WMMA emulation",
     },
     GgmlDerivedDefine {
+        define: "CANDLE_HIP_NO_MMQ_MFMA",
+        condition: "defined(__HIP_PLATFORM_AMD__) && defined(HIP_VERSION_MAJOR) && HIP_VERSION_MAJOR < 6 && !defined(CANDLE_HIP_NO_MMQ_MFMA)",
+        why: "no MFMA tiles with HIP 5 (Debian's 5.2.3): its clang lacks the __bf16 type that upstream's bf16 MFMA tile passes (ggml itself needs ROCm 6.1)",
+    },
+    GgmlDerivedDefine {
         define: "AMD_MFMA_AVAILABLE",
-        condition: "defined(CDNA) && !defined(CDNA4) && defined(CANDLE_HIP_MMQ_MFMA)",
-        why: "ggml's MFMA MMQ tiles (v_mfma_i32_*), wave64: off unless CANDLE_HIP_MMQ_MFMA is defined, until the 64-lane emulation has run them; not on CDNA4 (gfx950), which lacks the v_mfma_i32_16x16x16i8 that upstream's copy uses for every CDNA but CDNA3",
+        condition: "defined(CDNA) && !defined(CDNA4) && !defined(CANDLE_HIP_NO_MMQ_MFMA)",
+        why: "ggml's MFMA MMQ tiles (v_mfma_i32_*), wave64, as ggml's default (checked in the CPU 64-lane emulation, tests/compat_collective/mmq_wave64); CANDLE_HIP_NO_MMQ_MFMA (ggml's GGML_HIP_NO_MMQ_MFMA) keeps the dp4a tiles; not on CDNA4 (gfx950), which lacks the v_mfma_i32_16x16x16i8 that upstream's copy uses for every CDNA but CDNA3",
     },
 ];
 
@@ -384,7 +389,7 @@ pub struct GgmlAmdQuery {
 pub const GGML_AMD_QUERIES: &[GgmlAmdQuery] = &[
     GgmlAmdQuery {
         function: "amd_mfma_available",
-        definition: "static bool amd_mfma_available(const int cc) {\n#if defined(CANDLE_HIP_MMQ_MFMA)\n    return GGML_CUDA_CC_IS_CDNA(cc) && cc != GGML_CUDA_CC_OFFSET_AMD + 0x950; // not CDNA4: see AMD_MFMA_AVAILABLE\n#else\n    GGML_UNUSED(cc);\n    return false;\n#endif // defined(CANDLE_HIP_MMQ_MFMA)\n}",
+        definition: "static bool amd_mfma_available(const int cc) {\n#if !defined(CANDLE_HIP_NO_MMQ_MFMA)\n    return GGML_CUDA_CC_IS_CDNA(cc) && cc != GGML_CUDA_CC_OFFSET_AMD + 0x950; // not CDNA4: see AMD_MFMA_AVAILABLE\n#else\n    GGML_UNUSED(cc);\n    return false;\n#endif // !defined(CANDLE_HIP_NO_MMQ_MFMA)\n}",
         why: "host side of AMD_MFMA_AVAILABLE (the same switch)",
     },
     GgmlAmdQuery {
