@@ -20,7 +20,7 @@
 use super::tokens::{matching_close, matching_paren, next_significant, prev_significant, tokens_from};
 use super::{TreeFacts, Unit};
 use crate::kernels::mapping::{GgmlAmdQuery, GGML_AMD_FAMILIES, GGML_AMD_QUERIES, GGML_COMMON_HEADER, GGML_DERIVED_DEFINES, GGML_HIP_ARCH_HEADER};
-use crate::lexer::{Token, TokenKind};
+use crate::lexer::{line_views, Token, TokenKind};
 use crate::TranslateError;
 
 pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
@@ -86,19 +86,11 @@ fn definition_of(tokens: &[Token], name: &str) -> Option<(usize, usize, u32)> {
 
 /// Index just after the newline ending `#pragma once`.
 fn pragma_once_end(tokens: &[Token]) -> Option<usize> {
-    let mut line_start = true;
-    for (i, t) in tokens.iter().enumerate() {
-        if line_start && t.is_punct("#") {
-            let words: Vec<&str> = tokens[i + 1..].iter().take_while(|t| t.kind != TokenKind::Newline).filter(|t| !t.is_trivia()).map(|t| t.text.as_str()).collect();
-            if words == ["pragma", "once"] {
-                let newline = tokens[i..].iter().position(|t| t.kind == TokenKind::Newline)?;
-                return Some(i + newline + 1);
-            }
-        }
-        match t.kind {
-            TokenKind::Newline => line_start = true,
-            TokenKind::Space => {}
-            _ => line_start = false,
+    let mut end = 0;
+    for line in line_views(tokens) {
+        end += line.tokens.len();
+        if line.directive() == Some("pragma") && line.directive_body().iter().filter(|t| !t.is_trivia()).map(|t| t.text.as_str()).eq(["once"]) {
+            return Some(end);
         }
     }
     None
