@@ -53,7 +53,7 @@ struct Pass<'a> {
 impl VisitMut for Pass<'_> {
     fn visit_expr_struct_mut(&mut self, node: &mut syn::ExprStruct) {
         syn::visit_mut::visit_expr_struct_mut(self, node);
-        if !node.path.segments.last().is_some_and(|s| s.ident == self.row.strukt) {
+        if node.path.segments.last().is_none_or(|s| s.ident != self.row.strukt) {
             return;
         }
         for field in node.fields.iter_mut() {
