@@ -182,17 +182,17 @@ fast_sum_bf16_vec(const size_t src_numel, const size_t el_to_sum_per_block,
 
 static __device__ __forceinline__ float2 warp_reduce_sum(float2 a) {
 #pragma unroll
-    for (int mask = 16; mask > 0; mask >>= 1) {
-        a.x += candle_shfl_xor(a.x, mask, 32);
-        a.y += candle_shfl_xor(a.y, mask, 32);
+    for (int mask = CANDLE_ROW_WAVE / 2; mask > 0; mask >>= 1) {
+        a.x += candle_shfl_xor(a.x, mask, CANDLE_ROW_WAVE);
+        a.y += candle_shfl_xor(a.y, mask, CANDLE_ROW_WAVE);
     }
     return a;
 }
 
 static __device__ __forceinline__ float warp_reduce_sum(float x) {
 #pragma unroll
-    for (int mask = 16; mask > 0; mask >>= 1) {
-        x += candle_shfl_xor(x, mask, 32);
+    for (int mask = CANDLE_ROW_WAVE / 2; mask > 0; mask >>= 1) {
+        x += candle_shfl_xor(x, mask, CANDLE_ROW_WAVE);
     }
     return x;
 }
@@ -214,15 +214,15 @@ __device__ void layernorm(const T * x, T * dst, const T * alpha, const T * beta,
 
     // sum up partial sums
     mean_var = warp_reduce_sum(mean_var);
-    if (block_size > WARP_SIZE) {
+    if (block_size > CANDLE_ROW_WAVE) {
         __shared__ float2 s_sum[32];
-        int warp_id = threadIdx.x / WARP_SIZE;
-        int lane_id = threadIdx.x % WARP_SIZE;
+        int warp_id = threadIdx.x / CANDLE_ROW_WAVE;
+        int lane_id = threadIdx.x % CANDLE_ROW_WAVE;
         if (lane_id == 0) {
             s_sum[warp_id] = mean_var;
         }
         __syncthreads();
-        mean_var = s_sum[lane_id];
+        mean_var = lane_id < block_size / CANDLE_ROW_WAVE ? s_sum[lane_id] : make_float2(0.f, 0.f);
         mean_var = warp_reduce_sum(mean_var);
     }
 
@@ -276,15 +276,15 @@ __device__ void rmsnorm(const T * x, T * dst, const T * alpha, const int ncols, 
 
     // sum up partial sums
     tmp = warp_reduce_sum(tmp);
-    if (block_size > WARP_SIZE) {
+    if (block_size > CANDLE_ROW_WAVE) {
         __shared__ float s_sum[32];
-        int warp_id = threadIdx.x / WARP_SIZE;
-        int lane_id = threadIdx.x % WARP_SIZE;
+        int warp_id = threadIdx.x / CANDLE_ROW_WAVE;
+        int lane_id = threadIdx.x % CANDLE_ROW_WAVE;
         if (lane_id == 0) {
             s_sum[warp_id] = tmp;
         }
         __syncthreads();
-        tmp = s_sum[lane_id];
+        tmp = lane_id < block_size / CANDLE_ROW_WAVE ? s_sum[lane_id] : 0.0f;
         tmp = warp_reduce_sum(tmp);
     }
 
@@ -321,8 +321,8 @@ __device__ void softmax(const T * x, T * dst, const int ncols) {
 
     // find the max value in the block
 #pragma unroll
-    for (int mask = 16; mask > 0; mask >>= 1) {
-        max_val = maxg(max_val, candle_shfl_xor(max_val, mask, 32));
+    for (int mask = CANDLE_ROW_WAVE / 2; mask > 0; mask >>= 1) {
+        max_val = maxg(max_val, candle_shfl_xor(max_val, mask, CANDLE_ROW_WAVE));
     }
 
     ACC tmp = 0.;
@@ -336,8 +336,8 @@ __device__ void softmax(const T * x, T * dst, const int ncols) {
 
     // sum up partial sums
 #pragma unroll
-    for (int mask = 16; mask > 0; mask >>= 1) {
-        tmp += candle_shfl_xor(tmp, mask, 32);
+    for (int mask = CANDLE_ROW_WAVE / 2; mask > 0; mask >>= 1) {
+        tmp += candle_shfl_xor(tmp, mask, CANDLE_ROW_WAVE);
     }
 
     const ACC inv_tmp = 1. / tmp;

@@ -1,7 +1,7 @@
 //! The compat headers' own tests, run in CI: the bit-exact fp8/bf16
 //! conversion and integer-SIMD checks and the CPU emulation of the warp and
 //! block collectives (g++), the wave64 emulation of the generated MMQ code
-//! on CDNA (g++), and the AMD compile of every compat function
+//! and row kernels on CDNA (g++), and the AMD compile of every compat function
 //! (hipcc). Their NVIDIA comparisons (tests/compat/nvidia_reference_check.cu,
 //! tests/compat_collective/wmma_vs_cuda.cu) need nvcc and a GPU and are run
 //! through the device tool, not here.
@@ -54,17 +54,32 @@ fn wmma_and_scans_match_cpu_references_in_emulation() {
 /// minutes on two cores).
 #[test]
 fn mmq_cdna_paths_match_reference_in_wave64_emulation() {
+    run_emulation("mmq_wave64");
+}
+
+/// Candle's row kernels (softmax, rms norm, layer norm of
+/// generated/kernels/reduce.hip) reducing over whole 64-lane wavefronts, as
+/// CDNA runs them (rules wave-rows, wave-launches), against an f64 reference
+/// and the 32-lane path, in the same emulation
+/// (tests/compat_collective/rows_wave64/; under a minute).
+#[test]
+fn row_kernels_use_whole_wavefronts_in_wave64_emulation() {
+    run_emulation("rows_wave64");
+}
+
+/// Runs tests/compat_collective/NAME/run.sh; it must end "N passed, 0 failed".
+fn run_emulation(name: &str) {
     let root = workspace_root();
     let build = tempfile::tempdir().unwrap();
     let out = Command::new("bash")
-        .arg(root.join("tests/compat_collective/mmq_wave64/run.sh"))
+        .arg(root.join("tests/compat_collective").join(name).join("run.sh"))
         .arg(build.path())
         .output()
         .expect("bash");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "mmq_wave64 failed:\n{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{name} failed:\n{stdout}{}", String::from_utf8_lossy(&out.stderr));
     let last = stdout.lines().last().unwrap_or("");
-    println!("mmq_wave64: {last}");
+    println!("{name}: {last}");
     assert!(last.ends_with(" 0 failed"), "{last}");
 }
 

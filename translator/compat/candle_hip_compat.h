@@ -17,7 +17,8 @@
 //   3. half/bf16 helpers                  candle_hmax, candle_hisnan, candle_hsqrt, ...
 //   4. integer SIMD                       candle_dp4a, candle_vsub4, ... (candle_fp_convert.h)
 //   5. logical 32-lane warp reductions    candle_reduce_{add,min,max}_w32,
-//      and shuffles that also move 16-bit floats: candle_shfl, candle_shfl_xor, ...
+//      and shuffles that also move 16-bit floats: candle_shfl, candle_shfl_xor, ...;
+//      CANDLE_ROW_WAVE, the wavefront the row kernels (softmax, norms) reduce over
 //   6. candle_trap
 //   7. candle_atomic_add                  atomicAdd that also takes __half / candle_bf16
 //   8. candle_hip_overloads.h             min/max/atomicMax/atomicMin/... overloads HIP lacks
@@ -324,6 +325,17 @@ CANDLE_DI unsigned int candle_reduce_max_w32(unsigned int x) {
     }
     return x;
 }
+
+// The wavefront Candle's row kernels (softmax, rms norm, layer norm) reduce
+// over (translator rule wave-rows): 64 in a device pass for a GFX9 arch (GCN
+// and CDNA run wave64 only), else 32 (RDNA builds are wave32, NVIDIA's warp,
+// the host pass). The ROCm host code launches those kernels with the
+// device's wavefront size (rule wave-launches), which is the same number.
+#if defined(__GFX9__)
+#define CANDLE_ROW_WAVE 64
+#else
+#define CANDLE_ROW_WAVE 32
+#endif
 
 // Shuffles that also move __half and candle_bf16 (HIP 5.2.3's __shfl* have
 // no 16-bit float overloads, and CUDA's do). Other types forward to HIP.

@@ -431,7 +431,18 @@ impl candle::CustomOp1 for SoftmaxLastDim {
                 let (n_rows, n_cols) = (el / dim_m1, dim_m1);
                 let cfg = LaunchConfig {
                     grid_dim: (n_rows as u32, 1, 1),
-                    block_dim: (1, 32, 1),
+                    block_dim: (
+                        1,
+                        candle::rocm_backend::WrapErr::w(
+                            dev
+                                .rocm_stream()
+                                .context()
+                                .attribute(
+                                    candle::rocm_backend::candle_rocm_hip::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE,
+                                ),
+                        )? as u32,
+                        1,
+                    ),
                     shared_mem_bytes: 0,
                 };
                 let func = dev
@@ -692,7 +703,18 @@ impl candle::CustomOp2 for RmsNorm {
                 let dims = layout.shape().dims();
                 let dim_m1 = dims[dims.len() - 1];
                 let (n_rows, n_cols) = (el / dim_m1, dim_m1);
-                let block_size = if n_cols < 1024 { 32 } else { 1024 };
+                let block_size = if n_cols < 1024 {
+                    candle::rocm_backend::WrapErr::w(
+                        dev
+                            .rocm_stream()
+                            .context()
+                            .attribute(
+                                candle::rocm_backend::candle_rocm_hip::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE,
+                            ),
+                    )? as u32
+                } else {
+                    1024
+                };
                 let cfg = LaunchConfig {
                     grid_dim: (n_rows as u32, 1, 1),
                     block_dim: (block_size, 1, 1),
@@ -1003,7 +1025,18 @@ impl candle::CustomOp3 for LayerNorm {
                 let dims = layout.shape().dims();
                 let dim_m1 = dims[dims.len() - 1];
                 let (n_rows, n_cols) = (el / dim_m1, dim_m1);
-                let block_size = if n_cols < 1024 { 32 } else { 1024 };
+                let block_size = if n_cols < 1024 {
+                    candle::rocm_backend::WrapErr::w(
+                        dev
+                            .rocm_stream()
+                            .context()
+                            .attribute(
+                                candle::rocm_backend::candle_rocm_hip::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE,
+                            ),
+                    )? as u32
+                } else {
+                    1024
+                };
                 let cfg = LaunchConfig {
                     grid_dim: (n_rows as u32, 1, 1),
                     block_dim: (block_size, 1, 1),

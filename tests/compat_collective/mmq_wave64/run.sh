@@ -7,6 +7,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 gen="$root/generated/kernels"
+emu="$here/../wave64_emulator"  # the HIP device environment on the CPU
 build=${1:-$(mktemp -d)}
 mkdir -p "$build/rewritten"
 [ $# -ge 1 ] || trap 'rm -rf "$build"' EXIT
@@ -25,7 +26,7 @@ done
 
 # Warnings the generated code raises under g++ (enum-compare, sign-compare in mmq_gguf.cuh) are off.
 cxx=(g++ -std=c++20 -O1 -pthread -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter -Wno-unused-function
-    -Wno-enum-compare -Wno-sign-compare -Wno-psabi -I "$here" -I "$here/include")
+    -Wno-enum-compare -Wno-sign-compare -Wno-psabi -I "$here" -I "$emu" -I "$emu/include")
 gen_inc=(-I "$build/rewritten" -I "$gen/mmq_gguf" -I "$gen")
 
 pids=()
@@ -41,7 +42,7 @@ pids=()
 build_cfg cdna2_mfma __gfx90a__ & pids+=($!)
 build_cfg cdna2_dp4a __gfx90a__ -DCANDLE_HIP_NO_MMQ_MFMA & pids+=($!)
 wait "${pids[@]}"
-"${cxx[@]}" -c "$here/mfma_selftest.cpp" -o "$build/mfma_selftest.o"
+"${cxx[@]}" -c "$emu/mfma_selftest.cpp" -o "$build/mfma_selftest.o"
 "${cxx[@]}" -c "$here/mmq_wave64.cpp" -o "$build/mmq_wave64.o"
 "${cxx[@]}" "$build"/cdna3_mfma.o "$build"/cdna3_dp4a.o "$build"/cdna2_mfma.o "$build"/cdna2_dp4a.o \
     "$build/mfma_selftest.o" "$build/mmq_wave64.o" -o "$build/mmq_wave64"

@@ -208,3 +208,50 @@ pub const FIELD_INITS: &[FieldInit] = &[FieldInit {
     rocm: "unsafe { result::device::ggml_compute_capability(cu_device, major * 100 + minor * 10) }.expect(\"the GPU's arch name (hipGetDevicePropertiesR0600), which ggml's MMQ tile choice depends on\")",
     why: "ggml's launchers read the compute capability with ggml's AMD meaning (0x1000000 + gfx id, from gcnArchName), so that host and device pick the same tiles (kernel rule ggml-amd-profile)",
 }];
+
+/// An expression in the ROCm code of a file (a whole mirrored file, or the
+/// ROCm twins of a twinned one) whose upstream value holds for NVIDIA only,
+/// and its ROCm value (rule `wave-launches`).
+pub struct RocmExpr {
+    /// The crate, as the provenance label names it (`candle-nn`).
+    pub krate: &'static str,
+    /// The input path inside the crate.
+    pub file: &'static str,
+    /// Upstream's expression, as `quote` prints it.
+    pub upstream: &'static str,
+    /// The ROCm expression, Rust source in the ROCm code's names.
+    pub rocm: &'static str,
+    /// How often it occurs in the file's ROCm code.
+    pub count: usize,
+    pub why: &'static str,
+}
+
+/// The device's wavefront size, in a ROCm twin of candle-nn's ops whose
+/// `dev` is a `&RocmDevice`.
+macro_rules! wavefront {
+    () => {
+        "candle::rocm_backend::WrapErr::w(dev.rocm_stream().context().attribute(candle::rocm_backend::candle_rocm_hip::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE))? as u32"
+    };
+}
+
+/// Rule `wave-launches`: candle-nn launches its row kernels with one 32-lane
+/// warp; on ROCm they get the device's whole wavefront (64 on CDNA), over
+/// which the kernels reduce (kernel rule `wave-rows`).
+pub const WAVE_LAUNCHES: &[RocmExpr] = &[
+    RocmExpr {
+        krate: "candle-nn",
+        file: "src/ops.rs",
+        upstream: "(1 , 32 , 1)",
+        rocm: concat!("(1, ", wavefront!(), ", 1)"),
+        count: 1,
+        why: "softmax: one wavefront per row",
+    },
+    RocmExpr {
+        krate: "candle-nn",
+        file: "src/ops.rs",
+        upstream: "if n_cols < 1024 { 32 } else { 1024 }",
+        rocm: concat!("if n_cols < 1024 { ", wavefront!(), " } else { 1024 }"),
+        count: 2,
+        why: "rms norm and layer norm: one wavefront per row below 1024 columns",
+    },
+];

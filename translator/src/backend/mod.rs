@@ -24,6 +24,7 @@ pub mod package;
 pub mod rules;
 pub mod test_device;
 pub mod twins;
+pub mod wave_launches;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -121,6 +122,10 @@ pub fn mirror_file(file: &str, label: &str, source: &str) -> Result<MirroredFile
     if fields > 0 {
         *counts.entry("field-inits").or_default() += fields;
     }
+    let waves = wave_launches::rewrite(label, file, &mut rewritten, true)?;
+    if waves > 0 {
+        *counts.entry("wave-launches").or_default() += waves;
+    }
     let skips = device_tests::add_to_tests(&mut rewritten, &syn::parse_quote!(crate));
     if skips > 0 {
         *counts.entry("device-tests-skip").or_default() += skips;
@@ -147,6 +152,10 @@ pub fn twin_file(file: &str, label: &str, source: &str) -> Result<MirroredFile, 
         *counts.entry("device-predicates").or_default() += predicates;
     }
     branch_twins::rewrite(&mut parsed, &mut counts);
+    let waves = wave_launches::rewrite(label, file, &mut parsed, false)?;
+    if waves > 0 {
+        *counts.entry("wave-launches").or_default() += waves;
+    }
     let text = if counts.is_empty() && gaps.is_empty() { source.to_string() } else { format!("{}{}", provenance(label, "with ROCm twins"), print(&mut parsed)) };
     Ok(MirroredFile { text, unmapped: BTreeSet::new(), rule_counts: counts, gaps })
 }

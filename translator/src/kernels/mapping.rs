@@ -444,3 +444,90 @@ pub const GGML_HOST_TILES: &[GgmlHostTile] = &[
         why: "16/32-column steps with AMD matrix cores, as mmq_get_granularity_device()",
     },
 ];
+
+/// An edit of upstream's tokens inside the definitions of one function of one
+/// kernel file.
+pub struct FunctionEdit {
+    /// Upstream path relative to the kernels' `src/`.
+    pub file: &'static str,
+    pub function: &'static str,
+    /// Upstream's tokens, joined by single spaces.
+    pub upstream: &'static str,
+    pub rocm: &'static str,
+    /// How often `upstream` occurs in all definitions of `function`.
+    pub count: usize,
+    pub why: &'static str,
+}
+
+/// Rule `wave-rows`: Candle's row kernels (softmax, rms norm, layer norm) reduce
+/// over the whole wavefront (`CANDLE_ROW_WAVE`, from the compat prelude: 64 in
+/// a device pass for a GFX9 arch, GCN/CDNA) instead of a 32-lane warp. The
+/// ROCm host code launches them with the device's wavefront size (backend
+/// rule `wave-launches`). On NVIDIA and RDNA the macro is 32 and every edit
+/// gives upstream's code again.
+pub const WAVE_ROW_EDITS: &[FunctionEdit] = &[
+    FunctionEdit {
+        file: "reduce.cu",
+        function: "warp_reduce_sum",
+        upstream: "mask = 16",
+        rocm: "mask = CANDLE_ROW_WAVE / 2",
+        count: 2,
+        why: "the butterfly starts at half the wavefront",
+    },
+    FunctionEdit {
+        file: "reduce.cu",
+        function: "warp_reduce_sum",
+        upstream: ", mask , 32 )",
+        rocm: ", mask, CANDLE_ROW_WAVE)",
+        count: 3,
+        why: "the shuffle spans the wavefront",
+    },
+    FunctionEdit {
+        file: "reduce.cu",
+        function: "layernorm",
+        upstream: "WARP_SIZE",
+        rocm: "CANDLE_ROW_WAVE",
+        count: 3,
+        why: "one partial sum per wavefront",
+    },
+    FunctionEdit {
+        file: "reduce.cu",
+        function: "layernorm",
+        upstream: "mean_var = s_sum [ lane_id ] ;",
+        rocm: "mean_var = lane_id < block_size / CANDLE_ROW_WAVE ? s_sum[lane_id] : make_float2(0.f, 0.f);",
+        count: 1,
+        why: "1024 threads are 16 wavefronts of 64: the lanes past them add zero (with 32 lanes every lane has a warp's sum, as upstream)",
+    },
+    FunctionEdit {
+        file: "reduce.cu",
+        function: "rmsnorm",
+        upstream: "WARP_SIZE",
+        rocm: "CANDLE_ROW_WAVE",
+        count: 3,
+        why: "one partial sum per wavefront",
+    },
+    FunctionEdit {
+        file: "reduce.cu",
+        function: "rmsnorm",
+        upstream: "tmp = s_sum [ lane_id ] ;",
+        rocm: "tmp = lane_id < block_size / CANDLE_ROW_WAVE ? s_sum[lane_id] : 0.0f;",
+        count: 1,
+        why: "1024 threads are 16 wavefronts of 64: the lanes past them add zero (with 32 lanes every lane has a warp's sum, as upstream)",
+    },
+    FunctionEdit {
+        file: "reduce.cu",
+        function: "softmax",
+        upstream: "mask = 16",
+        rocm: "mask = CANDLE_ROW_WAVE / 2",
+        count: 2,
+        why: "the max and the sum span the wavefront the host launches (block (1, wavefront, 1))",
+    },
+    FunctionEdit {
+        file: "reduce.cu",
+        function: "softmax",
+        upstream: ", mask , 32 )",
+        rocm: ", mask, CANDLE_ROW_WAVE)",
+        count: 2,
+        why: "the shuffle spans the wavefront",
+    },
+];

@@ -22,6 +22,7 @@ pub(crate) mod tokens;
 mod toolkit_version;
 mod upstream_fixes;
 mod warp_sync;
+mod wave_rows;
 
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -64,6 +65,7 @@ pub const PIPELINE: &[Rule] = &[
     Rule { name: "host-arch-queries", apply: host_arch::apply },
     Rule { name: "ggml-amd-profile", apply: ggml_amd::apply },
     Rule { name: "ggml-host-tiles", apply: ggml_host_tiles::apply },
+    Rule { name: "wave-rows", apply: wave_rows::apply },
     Rule { name: "upstream-kernel-fixes", apply: upstream_fixes::apply },
     Rule { name: "inline-asm", apply: inline_asm::apply },
     Rule { name: "warp-sync-intrinsics", apply: warp_sync::apply },

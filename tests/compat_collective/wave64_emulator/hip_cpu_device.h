@@ -16,6 +16,7 @@
 //     __shfl / __shfl_xor / __shfl_up / __shfl_down (HIP's lane arithmetic,
 //     widths 1..64, over the 64-lane wavefront), the atomics the compat
 //     headers name, __popc;
+//   - __float_as_uint and the other bit casts, rsqrtf, normcdff / normcdf;
 //   - __half / __half2 (IEEE binary16, every operation rounded to nearest
 //     even, subnormals and overflow included) and the intrinsics on them;
 //   - int2/int4/float2/float4/uint2/char4 and make_* (8/16-byte int2/int4
@@ -279,6 +280,24 @@ inline T atomicMin(T* address, T val) {
 }
 inline int __popc(unsigned int x) { return __builtin_popcount(x); }
 
+// Bit casts and the float functions HIP's device library adds to <cmath>.
+template <class To, class From>
+inline To emu_bit_cast(From v) {
+    static_assert(sizeof(To) == sizeof(From));
+    To r;
+    std::memcpy(&r, &v, sizeof r);
+    return r;
+}
+inline unsigned int __float_as_uint(float v) { return emu_bit_cast<unsigned int>(v); }
+inline int __float_as_int(float v) { return emu_bit_cast<int>(v); }
+inline float __uint_as_float(unsigned int v) { return emu_bit_cast<float>(v); }
+inline float __int_as_float(int v) { return emu_bit_cast<float>(v); }
+inline long long __double_as_longlong(double v) { return emu_bit_cast<long long>(v); }
+inline double __longlong_as_double(long long v) { return emu_bit_cast<double>(v); }
+inline float rsqrtf(float v) { return 1.0f / std::sqrt(v); }
+inline float normcdff(float v) { return 0.5f * std::erfc(-v / std::sqrt(2.0f)); }
+inline double normcdf(double v) { return 0.5 * std::erfc(-v / std::sqrt(2.0)); }
+
 // ---------------------------------------------------------------------------
 // IEEE binary16, round to nearest even in every conversion and operation.
 // ---------------------------------------------------------------------------
@@ -352,6 +371,10 @@ inline __half operator-(__half a, __half b) { return __half(float(a) - float(b))
 inline __half operator*(__half a, __half b) { return __half(float(a) * float(b)); }
 inline __half operator/(__half a, __half b) { return __half(float(a) / float(b)); }
 inline __half operator-(__half a) { return emu_half_bits(static_cast<uint16_t>(a.bits ^ 0x8000u)); }
+inline __half& operator+=(__half& a, __half b) { return a = a + b; }
+inline __half& operator-=(__half& a, __half b) { return a = a - b; }
+inline __half& operator*=(__half& a, __half b) { return a = a * b; }
+inline __half& operator/=(__half& a, __half b) { return a = a / b; }
 
 inline float __half2float(__half h) { return float(h); }
 inline __half __float2half(float f) { return __half(f); }

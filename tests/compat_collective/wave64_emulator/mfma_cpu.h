@@ -3,7 +3,7 @@
 // after hip_cpu_device.h, in a translation unit where the arch macro
 // (__gfx90a__, __gfx942__, ...) of the pass being emulated is defined.
 //
-// The four int8 MFMA instructions are wave-wide: every one of the 64 lanes
+// The four int8 MFMA instructions and the two 16x16x16 f16/bf16 ones are wave-wide: every one of the 64 lanes
 // deposits its A and B operands, the lanes of the wavefront meet at a barrier,
 // every lane computes its own D registers from all lanes' operands and its own
 // C registers, and the lanes meet again before the scratch area is reused. All
@@ -101,10 +101,9 @@ inline int8_t emu_mfma_operand_byte(const uint64_t* ops, int m, int bytes, int r
     return static_cast<int8_t>(static_cast<uint8_t>(ops[lane] >> (8 * (k % bytes))));
 }
 
-template <class Acc, int M, int BYTES>
-inline Acc emu_mfma_i8(const char* name, int gfx, bool available, uint64_t a, uint64_t b, Acc c, int cbsz, int abid, int blgp) {
-    constexpr int NREG = M * M / EMU_WAVE, K = (EMU_WAVE / M) * BYTES;
-    static_assert(sizeof(Acc) == NREG * sizeof(int), "accumulator size");
+// Aborts unless the instruction exists on the emulated arch and its
+// broadcast / swizzle modifiers are the only ones emulated (0, 0, 0).
+inline void emu_mfma_check(const char* name, int gfx, bool available, int cbsz, int abid, int blgp) {
     if (!available) {
         char msg[160];
         snprintf(msg, sizeof msg, "%s does not exist on the emulated arch (gfx%x)", name, gfx);
@@ -115,6 +114,13 @@ inline Acc emu_mfma_i8(const char* name, int gfx, bool available, uint64_t a, ui
         snprintf(msg, sizeof msg, "%s with cbsz=%d abid=%d blgp=%d: only 0, 0, 0 is emulated", name, cbsz, abid, blgp);
         emu_fatal(msg);
     }
+}
+
+template <class Acc, int M, int BYTES>
+inline Acc emu_mfma_i8(const char* name, int gfx, bool available, uint64_t a, uint64_t b, Acc c, int cbsz, int abid, int blgp) {
+    constexpr int NREG = M * M / EMU_WAVE, K = (EMU_WAVE / M) * BYTES;
+    static_assert(sizeof(Acc) == NREG * sizeof(int), "accumulator size");
+    emu_mfma_check(name, gfx, available, cbsz, abid, blgp);
     emu_wave& w = emu_cur_wave();
     const int lane = emu_lane_id();
     w.opa[lane] = a;
@@ -159,19 +165,78 @@ inline emu_i32x16 emu_mfma_i32_32x32x16_i8(int gfx, int64_t a, int64_t b, emu_i3
 #define __builtin_amdgcn_mfma_i32_16x16x32_i8(...) emu_mfma_i32_16x16x32_i8(EMU_GFX, __VA_ARGS__)
 #define __builtin_amdgcn_mfma_i32_32x32x16_i8(...) emu_mfma_i32_32x32x16_i8(EMU_GFX, __VA_ARGS__)
 
-// The float / half / bf16 MFMA forms in mmq_mma.cuh (ggml's MMF tiles) are
-// compiled but not emulated: calling one aborts.
+// V_MFMA_F32_16X16X16F16 and V_MFMA_F32_16X16X16BF16_1K (the 16x16x16 tile
+// of candle_wmma's matrix-core path, generated/kernels/candle_hip_wmma.h,
+// and of ggml's MMF tiles): A and B are four 16-bit floats per lane, a VGPR
+// pair (element e = bits [16e+15 : 16e] of the 64-bit operand, GPR 0 = bits
+// 31:0), C and D four floats.
+// [CALC] V_MFMA_F32_16X16X16F16 (CDNA1-3), V_MFMA_F32_16X16X16BF16_1K (CDNA2/3):
+//   A[i][k]: GPR floor((k % 4) / 2).[16*(k % 2)+15 : 16*(k % 2)], Lane 16 * floor(k / 4) + i
+//   B[k][j]: the same with j for i;  C or D[i][j]: as the 16x16 int8 forms above
+//   (GPR r of lane l: i = 4 * floor(l / 16) + r, j = l % 16).
+// Arithmetic: the products of two 16-bit floats are exact in double; they
+// are summed in double, k = 0..15, C added, and the sum rounded once to
+// float. AMD does not document the order or precision of the hardware's sum,
+// so last-bit differences from an MI-series GPU are possible. Denormal inputs
+// are used as they are.
+typedef float emu_f32x4 __attribute__((__vector_size__(4 * sizeof(float))));
+
+inline double emu_b16_value(uint16_t bits, bool bf16) {
+    if (bf16) return static_cast<double>(emu_f32_from_bits(static_cast<uint32_t>(bits) << 16));
+    return static_cast<double>(emu_f16_to_f32(bits));
+}
+
+template <class V>
+inline uint64_t emu_b16x4_bits(const V& v) {  // the first four 16-bit elements of an operand vector
+    static_assert(sizeof(V) >= 8, "16-bit x4 operand");
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    return u;
+}
+
+template <class V>
+inline emu_f32x4 emu_mfma_f32_16x16x16_b16(const char* name, bool bf16, int gfx, const V& a, const V& b, emu_f32x4 c, int cbsz, int abid,
+                                          int blgp) {
+    const bool available = bf16 ? (gfx == 0x90a || emu_gfx_is_cdna34(gfx)) : gfx != 0;
+    emu_mfma_check(name, gfx, available, cbsz, abid, blgp);
+    emu_wave& w = emu_cur_wave();
+    const int lane = emu_lane_id();
+    w.opa[lane] = emu_b16x4_bits(a);
+    w.opb[lane] = emu_b16x4_bits(b);
+    w.tag[lane] = name;
+    w.bar.arrive_and_wait();
+    emu_check_converged(w, name, true);
+    emu_f32x4 d;
+    for (int r = 0; r < 4; ++r) {
+        int i, j;
+        emu_mfma_d_entry(16, lane, r, i, j);
+        double acc = 0;
+        for (int k = 0; k < 16; ++k) {
+            const uint16_t av = static_cast<uint16_t>(w.opa[16 * (k / 4) + i] >> (16 * (k % 4)));
+            const uint16_t bv = static_cast<uint16_t>(w.opb[16 * (k / 4) + j] >> (16 * (k % 4)));
+            acc += emu_b16_value(av, bf16) * emu_b16_value(bv, bf16);
+        }
+        d[r] = static_cast<float>(acc + static_cast<double>(c[r]));
+    }
+    w.bar.arrive_and_wait();
+    return d;
+}
+#define __builtin_amdgcn_mfma_f32_16x16x16f16(a, b, c, cbsz, abid, blgp) \
+    emu_mfma_f32_16x16x16_b16("v_mfma_f32_16x16x16f16", false, EMU_GFX, (a), (b), (c), (cbsz), (abid), (blgp))
+#define __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a, b, c, cbsz, abid, blgp) \
+    emu_mfma_f32_16x16x16_b16("v_mfma_f32_16x16x16bf16_1k", true, EMU_GFX, (a), (b), (c), (cbsz), (abid), (blgp))
+
+// The other float MFMA forms in mmq_mma.cuh (ggml's MMF tiles) are compiled
+// but not emulated: calling one aborts.
 template <class A, class B, class C>
 inline C emu_mfma_not_emulated(const char* name, A, B, C c, int, int, int) {
     char msg[120];
-    snprintf(msg, sizeof msg, "%s is not emulated (only the int8 MFMA forms are)", name);
+    snprintf(msg, sizeof msg, "%s is not emulated", name);
     emu_fatal(msg);
     return c;
 }
-#define __builtin_amdgcn_mfma_f32_16x16x16f16(...) emu_mfma_not_emulated("v_mfma_f32_16x16x16f16", __VA_ARGS__)
 #define __builtin_amdgcn_mfma_f32_16x16x8_xf32(...) emu_mfma_not_emulated("v_mfma_f32_16x16x8_xf32", __VA_ARGS__)
 #define __builtin_amdgcn_mfma_f32_16x16x4f32(...) emu_mfma_not_emulated("v_mfma_f32_16x16x4f32", __VA_ARGS__)
-#define __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(...) emu_mfma_not_emulated("v_mfma_f32_16x16x16bf16_1k", __VA_ARGS__)
 #define __builtin_amdgcn_mfma_f32_16x16x8bf16(...) emu_mfma_not_emulated("v_mfma_f32_16x16x8bf16", __VA_ARGS__)
 
 // V_DOT4_I32_I8 (candle_dp4a's device form on these arches): D = the sum of

@@ -1,4 +1,5 @@
-// Tests of the emulated int8 MFMA instructions (mfma_cpu.h) on their own, one
+// Tests of the emulated MFMA instructions (mfma_cpu.h: int8, and f16 / bf16
+// 16x16x16) on their own, one
 // 64-lane wavefront each:
 //   1. single-entry cases whose lanes and registers are AMD's: the (GPR, lane)
 //      of A[i][k], B[k][j] and D[i][j] printed by the Matrix Instruction
@@ -187,6 +188,96 @@ void test_random(const insn& in, uint64_t& seed) {
 }
 
 // Runs fn in a forked child; it must abort and print `expect` on stderr.
+// ---- v_mfma_f32_16x16x16f16 / v_mfma_f32_16x16x16bf16_1k -----------------
+// Element e (0..3) of a lane's 16-bit x4 operand is the calculator's
+// v(e/2).[16*(e%2)+15 : 16*(e%2)]. The calculator prints the same tables for
+// CDNA2's f16 / bf16_1k and CDNA3's _f16 / _bf16 (checked entry by entry).
+typedef uint16_t emu_b16x4 __attribute__((__vector_size__(4 * sizeof(uint16_t))));
+
+// Runs the f16 (bf16 = false) or bf16 instruction on one wavefront.
+void run_b16(bool bf16, int gfx, const uint16_t (*a)[4], const uint16_t (*b)[4], const float (*c)[4], float (*d)[4]) {
+    emu_launch(dim3(1), dim3(64), 0, [&] {
+        const int l = emu_lane_id();
+        emu_b16x4 av, bv;
+        emu_f32x4 cv;
+        for (int e = 0; e < 4; ++e) av[e] = a[l][e], bv[e] = b[l][e], cv[e] = c[l][e];
+        const emu_f32x4 dv = bf16 ? emu_mfma_f32_16x16x16_b16("v_mfma_f32_16x16x16bf16_1k", true, gfx, av, bv, cv, 0, 0, 0)
+                                  : emu_mfma_f32_16x16x16_b16("v_mfma_f32_16x16x16f16", false, gfx, av, bv, cv, 0, 0, 0);
+        for (int r = 0; r < 4; ++r) d[l][r] = dv[r];
+    });
+}
+
+// {i, k, j, A lane, A element, B lane, B element, D lane, D GPR}; the entries
+// marked * are the calculator's verbatim (-g), e.g. A[3][9] = v0{35}.[31:16]
+// (lane 35, element 1), D[10][3] = v2{35}; the others follow its formulas.
+const entry_case kCasesF16[] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 0},        // A[0][0] = v0{0}.[15:0]*, B[0][0] = v0{0}.[15:0]*, D[0][0] = v0{0}*
+    {15, 15, 15, 63, 3, 63, 3, 63, 3},  // A[15][15] = v1{63}.[31:16]*, B[15][15]*, D[15][15] = v3{63}*
+    {5, 14, 7, 53, 2, 55, 2, 23, 1},    // A[5][14] = v1{53}.[15:0]*, D[5][7] = v1{23}*
+    {12, 2, 12, 12, 2, 12, 2, 60, 0},   // A[12][2] = v1{12}.[15:0]*, B[2][12] = v1{12}.[15:0]*
+    {7, 4, 7, 23, 0, 23, 0, 23, 3},     // A[7][4] = v0{23}.[15:0]*, B[4][7] = v0{23}.[15:0]*
+    {10, 9, 3, 42, 1, 35, 1, 35, 2},    // B[9][3] = v0{35}.[31:16]*, D[10][3] = v2{35}*
+};
+
+// One nonzero in A (2) and in B (3), a distinct C everywhere: D = C but at
+// D[i][j], which gains 6.
+void test_b16_entries(bool bf16, int gfx) {
+    const uint16_t two = bf16 ? 0x4000 : 0x4000, three = bf16 ? 0x4040 : 0x4200;
+    for (const entry_case& t : kCasesF16) {
+        static uint16_t a[64][4], b[64][4];
+        static float c[64][4], d[64][4];
+        memset(a, 0, sizeof a);
+        memset(b, 0, sizeof b);
+        for (int l = 0; l < 64; ++l)
+            for (int r = 0; r < 4; ++r) c[l][r] = static_cast<float>(100 * l + r);
+        a[t.a_lane][t.a_byte] = two;
+        b[t.b_lane][t.b_byte] = three;
+        run_b16(bf16, gfx, a, b, c, d);
+        bool ok = true;
+        for (int l = 0; l < 64; ++l)
+            for (int r = 0; r < 4; ++r) ok = ok && d[l][r] == c[l][r] + (l == t.d_lane && r == t.d_reg ? 6.0f : 0.0f);
+        check(ok, std::string(bf16 ? "bf16" : "f16") + " entry A[" + std::to_string(t.i) + "][" + std::to_string(t.k) + "] B[" +
+                      std::to_string(t.k) + "][" + std::to_string(t.j) + "]");
+    }
+}
+
+// Random A, B (multiples of 1/8 in [-4, 4]: exact in f16 and bf16, and so is
+// every sum), placed with the calculator's element -> (lane, element)
+// formulas and read back with its register -> element ones, against a CPU product.
+void test_b16_random(bool bf16, int gfx, uint64_t& seed) {
+    auto next = [&] { seed = seed * 6364136223846793005ull + 1442695040888963407ull; return static_cast<uint32_t>(seed >> 33); };
+    double A[16][16], B[16][16], C[16][16];
+    static uint16_t a[64][4], b[64][4];
+    static float c[64][4], d[64][4];
+    auto enc = [&](double v) -> uint16_t {
+        const float f = static_cast<float>(v);
+        return bf16 ? static_cast<uint16_t>(emu_f32_bits(f) >> 16) : __half(f).bits;
+    };
+    for (int i = 0; i < 16; ++i)
+        for (int k = 0; k < 16; ++k) {
+            A[i][k] = (static_cast<int>(next() % 65) - 32) / 8.0;
+            B[i][k] = (static_cast<int>(next() % 65) - 32) / 8.0;  // B[k = i][j = k]
+            C[i][k] = static_cast<int>(next() % 2001) - 1000;
+        }
+    for (int i = 0; i < 16; ++i)
+        for (int k = 0; k < 16; ++k) {
+            a[16 * (k / 4) + i][k % 4] = enc(A[i][k]);
+            b[16 * (k / 4) + i][k % 4] = enc(B[k][i]);  // B[k][j = i]
+        }
+    for (int l = 0; l < 64; ++l)
+        for (int r = 0; r < 4; ++r) c[l][r] = static_cast<float>(C[4 * (l / 16) + r][l % 16]);
+    run_b16(bf16, gfx, a, b, c, d);
+    bool ok = true;
+    for (int l = 0; l < 64; ++l)
+        for (int r = 0; r < 4; ++r) {
+            const int i = 4 * (l / 16) + r, j = l % 16;
+            double want = C[i][j];
+            for (int k = 0; k < 16; ++k) want += A[i][k] * B[k][j];
+            ok = ok && d[l][r] == static_cast<float>(want);
+        }
+    check(ok, std::string(bf16 ? "bf16" : "f16") + " random product on gfx" + (gfx == 0x90a ? "90a" : "942"));
+}
+
 void expect_abort(const char* what, const char* expect, const std::function<void()>& fn) {
     fflush(stdout);
     int fds[2];
@@ -223,6 +314,12 @@ void run_mfma_selftests(int* passed, int* failed) {
     for (const insn& in : kInsns)
         for (int rep = 0; rep < 3; ++rep) test_random(in, seed);
 
+    for (bool bf16 : {false, true}) {
+        test_b16_entries(bf16, 0x942);
+        for (int gfx : {0x90a, 0x942})
+            for (int rep = 0; rep < 3; ++rep) test_b16_random(bf16, gfx, seed);
+    }
+
     static const uint64_t zeros[64] = {};
     static const int czero[64][16] = {};
     static int dsink[64][16];
@@ -236,6 +333,12 @@ void run_mfma_selftests(int* passed, int* failed) {
         insn in = kInsns[2];
         in.gfx = 0x90a;
         run_insn(in, zeros, zeros, czero, dsink);
+    });
+    expect_abort("v_mfma_f32_16x16x16bf16_1k on gfx908", "does not exist on the emulated arch (gfx908)", [] {
+        static const uint16_t z[64][4] = {};
+        static const float cz[64][4] = {};
+        static float dz[64][4];
+        run_b16(true, 0x908, z, z, cz, dz);
     });
     expect_abort("MFMA with lanes 32-63 exited", "needs all 64 lanes", [] {
         emu_launch(dim3(1), dim3(64), 0, [] {
