@@ -2,8 +2,9 @@
 // candle-rocm compat: a portable subset of the warp matrix-multiply API,
 // the target of the translator's wmma mapping (namespace `candle_wmma`;
 // load/store/mma are named wmma_load_matrix, wmma_store_matrix, wmma_mma).
-// Correct on every AMD arch, built from shuffles only: no matrix
-// instructions yet (MFMA / RDNA3 WMMA tuning comes later).
+// Correct on every AMD arch from shuffles alone; the 16x16x16 tile of
+// 2-byte floats with a float accumulator takes the matrix instructions where
+// the arch has them (CDNA2-4 MFMA, RDNA3/4 WMMA; "Matrix cores" below).
 //
 // Supported: tiles (M, N, K) = 16x16x16, 32x8x16, 8x32x16; A and B of a
 // 2-byte float type (__half, candle_bf16, ...: anything with
@@ -196,10 +197,279 @@ __device__ __forceinline__ void wmma_mma(fragment<accumulator, M, N, K, TC>& d, 
     for (int s = 0; s < kRows * kCols; ++s) d.x[s] = detail::from_float<TC>::conv(acc[s]);
 }
 
+// ---------------------------------------------------------------------------
+// Matrix cores: the 16x16x16 tile (A, B of __half or candle_bf16, a float
+// accumulator) on the AMD matrix instructions, in a device pass for an arch
+// that has them and a HIP of 6 or later (HIP 5's clang has no __bf16);
+// CANDLE_HIP_NO_WMMA_MATRIX_CORES keeps the shuffles above everywhere.
+// Other tiles and types always take the shuffles. The instructions are the
+// ones ggml's mma.cuh (generated/kernels/mmq_gguf/mmq_mma.cuh) and rocWMMA's
+// mma_sync use for this tile:
+//   CDNA2/3/4 (gfx90a, gfx94x, gfx950), wave64:
+//     v_mfma_f32_16x16x16_f16 / v_mfma_f32_16x16x16_bf16 (_1k)
+//   RDNA3/3.5 (gfx110x, gfx115x), wave32: v_wmma_f32_16x16x16_{f16,bf16}
+//   RDNA4 (gfx120x), wave32: v_wmma_f32_16x16x16_{f16,bf16} (gfx12 layout)
+// Register layouts (lane l of the wavefront, element e of the lane's operand
+// vector, VGPR r of its result; AMD's ISA guides' matrix tables as AMD's
+// Matrix Instruction Calculator prints them; the emulations
+// tests/compat_collective/mmq_wave64/mfma_cpu.h and
+// hip-on-cuda/include/amd_gfx_emulation.h implement the same tables):
+//   MFMA:   A[i][k]: i = l%16, k = 4*(l/16) + e    B[k][j]: j = l%16, k as A
+//           D[i][j]: i = 4*(l/16) + r, j = l%16
+//   gfx11:  A[i][k]: i = l%16, k = e (lanes l and l+16 hold the same)
+//           D[i][j]: i = 2*r + l/16, j = l%16
+//   gfx12:  A[i][k]: i = l%16, k = 8*(e/4) + 4*(l/16) + e%4
+//           D[i][j]: i = 8*(l/16) + r, j = l%16
+// A logical warp is 32 lanes (the original API's warp); a 64-lane CDNA
+// wavefront holds two, each with its own tile. There every operation works
+// on both tiles at once, one MFMA per tile: a lane holds its share of both,
+// and the addresses of each logical warp's tile come from its first lane
+// (lane 0 or 32 of the wavefront). All 64 lanes must take part (as on NVIDIA
+// all 32 lanes of a warp must): a block whose thread count is not a
+// multiple of 64 traps. On wave32 RDNA a logical warp is the wavefront.
+// ---------------------------------------------------------------------------
+#if defined(__HIP_PLATFORM_AMD__) && defined(HIP_VERSION_MAJOR) && HIP_VERSION_MAJOR < 6
+#define CANDLE_HIP_NO_WMMA_MATRIX_CORES
+#endif
+#if !defined(CANDLE_HIP_NO_WMMA_MATRIX_CORES)
+#if defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__) || defined(__gfx950__)
+#define CANDLE_WMMA_MFMA 1
+#elif defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__) || defined(__gfx1103__) || defined(__gfx1150__) || \
+    defined(__gfx1151__) || defined(__gfx1152__) || defined(__gfx1153__)
+#define CANDLE_WMMA_GFX11 1
+#elif defined(__gfx1200__) || defined(__gfx1201__)
+#define CANDLE_WMMA_GFX12 1
+#endif
+#endif
+
+#if defined(CANDLE_WMMA_MFMA) || defined(CANDLE_WMMA_GFX11) || defined(CANDLE_WMMA_GFX12)
+#define CANDLE_WMMA_MATRIX_CORES 1
+
+namespace detail {
+#if defined(CANDLE_WMMA_MFMA)
+constexpr int kWave = 64;
+constexpr int kCoreAB = 4;  // A / B elements per lane and tile
+using core_f16 = __attribute__((ext_vector_type(4))) _Float16;
+using core_bf16 = __attribute__((ext_vector_type(4))) __bf16;
+using core_b16 = __attribute__((ext_vector_type(4))) uint16_t;
+using core_f32 = __attribute__((ext_vector_type(4))) float;
+#else
+constexpr int kWave = 32;
+#if defined(CANDLE_WMMA_GFX11)
+constexpr int kCoreAB = 16;
+using core_f16 = __attribute__((ext_vector_type(16))) _Float16;
+using core_bf16 = __attribute__((ext_vector_type(16))) __bf16;
+using core_b16 = __attribute__((ext_vector_type(16))) uint16_t;
+#else
+constexpr int kCoreAB = 8;
+using core_f16 = __attribute__((ext_vector_type(8))) _Float16;
+using core_bf16 = __attribute__((ext_vector_type(8))) __bf16;
+using core_b16 = __attribute__((ext_vector_type(8))) uint16_t;
+#endif
+using core_f32 = __attribute__((ext_vector_type(8))) float;
+#endif
+constexpr int kCoreTiles = kWave / kLanes;  // logical warps (tiles) per wavefront
+constexpr int kCoreC = 16 * 16 / kWave;          // accumulator elements per lane and tile: 4 (MFMA) or 8
+
+// Lane of the calling thread in its wavefront.
+__device__ __forceinline__ int wave_lane() {
+    const unsigned linear = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    return static_cast<int>(linear % kWave);
+}
+
+// (row, column) of A (row: i, column: k) or B (row: j, column: k) element e of lane l.
+__device__ __forceinline__ void core_ab_index(int l, int e, unsigned& outer, unsigned& k) {
+    outer = l % 16;
+#if defined(CANDLE_WMMA_MFMA)
+    k = 4 * (l / 16) + e;
+#elif defined(CANDLE_WMMA_GFX11)
+    k = e;
+#else
+    k = 8 * (e / 4) + 4 * (l / 16) + e % 4;
+#endif
+}
+
+// (row i, column j) of accumulator element r of lane l.
+__device__ __forceinline__ void core_c_index(int l, int r, unsigned& i, unsigned& j) {
+    j = l % 16;
+#if defined(CANDLE_WMMA_MFMA)
+    i = 4 * (l / 16) + r;
+#elif defined(CANDLE_WMMA_GFX11)
+    i = 2 * r + l / 16;
+#else
+    i = 8 * (l / 16) + r;
+#endif
+}
+
+// The address (and leading dimension) that logical warp `tile` of this
+// wavefront passed: on wave64 each tile's come from its first lane.
+template <class P>
+__device__ __forceinline__ P* tile_pointer(P* p, int tile) {
+#if defined(CANDLE_WMMA_MFMA)
+    if ((blockDim.x * blockDim.y * blockDim.z) % kWave != 0) __builtin_trap();  // a partial wavefront: see above
+    return reinterpret_cast<P*>(__shfl(reinterpret_cast<unsigned long long>(p), tile * kLanes, kWave));
+#else
+    (void)tile;
+    return p;
+#endif
+}
+__device__ __forceinline__ unsigned tile_ldm(unsigned ldm, int tile) {
+#if defined(CANDLE_WMMA_MFMA)
+    return static_cast<unsigned>(__shfl(static_cast<int>(ldm), tile * kLanes, kWave));
+#else
+    (void)tile;
+    return ldm;
+#endif
+}
+
+__device__ __forceinline__ uint16_t bits16(const __half& v) { return __half_as_ushort(v); }
+template <class T>
+__device__ __forceinline__ uint16_t bits16(const T& v) { return v.bits; }  // candle_bf16
+
+template <class T> struct core_vector;
+template <> struct core_vector<__half> { using type = core_f16; };
+template <class T> struct core_vector { using type = core_bf16; };
+
+__device__ __forceinline__ core_f32 core_mma(const core_f16& a, const core_f16& b, const core_f32& c) {
+#if defined(CANDLE_WMMA_MFMA)
+    return __builtin_amdgcn_mfma_f32_16x16x16f16(a, b, c, 0, 0, 0);
+#elif defined(CANDLE_WMMA_GFX11)
+    return __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(a, b, c);
+#else
+    return __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(a, b, c);
+#endif
+}
+__device__ __forceinline__ core_f32 core_mma(const core_bf16& a, const core_bf16& b, const core_f32& c) {
+#if defined(CANDLE_WMMA_MFMA)
+    return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a, b, c, 0, 0, 0);
+#elif defined(CANDLE_WMMA_GFX11)
+    return __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(a, b, c);
+#else
+    return __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12(a, b, c);
+#endif
+}
+}  // namespace detail
+
+template <class T, class Layout>
+struct fragment<matrix_a, 16, 16, 16, T, Layout> {
+    static_assert(sizeof(T) == 2, "candle_wmma: A and B must be 2-byte float types");
+    using element_type = T;
+    using storage_element_type = T;
+    static constexpr int num_elements = detail::kCoreTiles * detail::kCoreAB;
+    T x[num_elements];
+};
+template <class T, class Layout>
+struct fragment<matrix_b, 16, 16, 16, T, Layout> {
+    static_assert(sizeof(T) == 2, "candle_wmma: A and B must be 2-byte float types");
+    using element_type = T;
+    using storage_element_type = T;
+    static constexpr int num_elements = detail::kCoreTiles * detail::kCoreAB;
+    T x[num_elements];
+};
+template <>
+struct fragment<accumulator, 16, 16, 16, float, void> {
+    using element_type = float;
+    using storage_element_type = float;
+    static constexpr int num_elements = detail::kCoreTiles * detail::kCoreC;
+    float x[num_elements];
+};
+
+// A: row_major memory holds A(i, k) at p[i*ldm + k], col_major at p[k*ldm + i];
+// B: col_major holds B(k, j) at p[j*ldm + k], row_major at p[k*ldm + j].
+template <class Use, class T, class Layout>
+__device__ __forceinline__ void core_load_ab(fragment<Use, 16, 16, 16, T, Layout>& f, const T* p, unsigned ldm) {
+    static_assert(std::is_same<Layout, row_major>::value || std::is_same<Layout, col_major>::value, "matrix_a / matrix_b need a layout");
+    constexpr bool outer_major = std::is_same<Use, matrix_a>::value == std::is_same<Layout, row_major>::value;
+    const int l = detail::wave_lane();
+#pragma unroll
+    for (int t = 0; t < detail::kCoreTiles; ++t) {
+        const T* pt = detail::tile_pointer(p, t);
+        const unsigned lt = detail::tile_ldm(ldm, t);
+#pragma unroll
+        for (int e = 0; e < detail::kCoreAB; ++e) {
+            unsigned outer, k;
+            detail::core_ab_index(l, e, outer, k);
+            f.x[t * detail::kCoreAB + e] = outer_major ? pt[outer * lt + k] : pt[k * lt + outer];
+        }
+    }
+}
+template <class T, class Layout>
+__device__ __forceinline__ void wmma_load_matrix(fragment<matrix_a, 16, 16, 16, T, Layout>& f, const typename detail::same_type<T>::type* p,
+                                                 unsigned ldm) {
+    core_load_ab(f, p, ldm);
+}
+template <class T, class Layout>
+__device__ __forceinline__ void wmma_load_matrix(fragment<matrix_b, 16, 16, 16, T, Layout>& f, const typename detail::same_type<T>::type* p,
+                                                 unsigned ldm) {
+    core_load_ab(f, p, ldm);
+}
+
+// Accumulator element (i, j) is at p[i*ldm + j] (mem_row_major) or p[j*ldm + i].
+__device__ __forceinline__ void wmma_load_matrix(fragment<accumulator, 16, 16, 16, float>& f, const float* p, unsigned ldm, layout_t layout) {
+    const int l = detail::wave_lane();
+#pragma unroll
+    for (int t = 0; t < detail::kCoreTiles; ++t) {
+        const float* pt = detail::tile_pointer(p, t);
+        const unsigned lt = detail::tile_ldm(ldm, t);
+#pragma unroll
+        for (int r = 0; r < detail::kCoreC; ++r) {
+            unsigned i, j;
+            detail::core_c_index(l, r, i, j);
+            f.x[t * detail::kCoreC + r] = layout == mem_row_major ? pt[i * lt + j] : pt[j * lt + i];
+        }
+    }
+}
+__device__ __forceinline__ void wmma_store_matrix(float* p, const fragment<accumulator, 16, 16, 16, float>& f, unsigned ldm, layout_t layout) {
+    const int l = detail::wave_lane();
+#pragma unroll
+    for (int t = 0; t < detail::kCoreTiles; ++t) {
+        float* pt = detail::tile_pointer(p, t);
+        const unsigned lt = detail::tile_ldm(ldm, t);
+        // (on wave64 every lane writes its share of both tiles)
+#pragma unroll
+        for (int r = 0; r < detail::kCoreC; ++r) {
+            unsigned i, j;
+            detail::core_c_index(l, r, i, j);
+            if (layout == mem_row_major) {
+                pt[i * lt + j] = f.x[t * detail::kCoreC + r];
+            } else {
+                pt[j * lt + i] = f.x[t * detail::kCoreC + r];
+            }
+        }
+    }
+}
+
+// d = a * b + c on the matrix instruction, one per tile. d may be c.
+template <class T, class LA, class LB>
+__device__ __forceinline__ void wmma_mma(fragment<accumulator, 16, 16, 16, float>& d, const fragment<matrix_a, 16, 16, 16, T, LA>& a,
+                                         const fragment<matrix_b, 16, 16, 16, T, LB>& b, const fragment<accumulator, 16, 16, 16, float>& c) {
+    using V = typename detail::core_vector<T>::type;
+#pragma unroll
+    for (int t = 0; t < detail::kCoreTiles; ++t) {
+        detail::core_b16 ab, bb;
+        detail::core_f32 cv;
+#pragma unroll
+        for (int e = 0; e < detail::kCoreAB; ++e) {
+            ab[e] = detail::bits16(a.x[t * detail::kCoreAB + e]);
+            bb[e] = detail::bits16(b.x[t * detail::kCoreAB + e]);
+        }
+#pragma unroll
+        for (int r = 0; r < detail::kCoreC; ++r) cv[r] = c.x[t * detail::kCoreC + r];
+        V av, bv;
+        static_assert(sizeof(av) == sizeof(ab), "operand vectors");
+        __builtin_memcpy(&av, &ab, sizeof av);
+        __builtin_memcpy(&bv, &bb, sizeof bv);
+        const detail::core_f32 dv = detail::core_mma(av, bv, cv);
+#pragma unroll
+        for (int r = 0; r < detail::kCoreC; ++r) d.x[t * detail::kCoreC + r] = dv[r];
+    }
+}
+#endif  // matrix cores
+
 }  // namespace candle_wmma
 
 // The translator maps the bare outer namespace of the original API (the
 // `using namespace X;` + `wmma::...` spelling) to this alias namespace.
 namespace candle_nvcuda {
-namespace wmma = ::candle_wmma;
+namespace wmma = candle_wmma;
 }

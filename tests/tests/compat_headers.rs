@@ -1,7 +1,7 @@
 //! The compat headers' own tests, run in CI: the bit-exact fp8/bf16
 //! conversion and integer-SIMD checks and the CPU emulation of the warp and
 //! block collectives (g++), the wave64 emulation of the generated MMQ code
-//! and row kernels on CDNA (g++), and the AMD compile of every compat function
+//! row kernels and MoE GEMMs on CDNA (g++), and the AMD compile of every compat function
 //! (hipcc). Their NVIDIA comparisons (tests/compat/nvidia_reference_check.cu,
 //! tests/compat_collective/wmma_vs_cuda.cu) need nvcc and a GPU and are run
 //! through the device tool, not here.
@@ -65,6 +65,15 @@ fn mmq_cdna_paths_match_reference_in_wave64_emulation() {
 #[test]
 fn row_kernels_use_whole_wavefronts_in_wave64_emulation() {
     run_emulation("rows_wave64");
+}
+
+/// The MoE GEMMs (generated/kernels/moe/moe_wmma*.hip) on candle_wmma's
+/// matrix-core tile (v_mfma_f32_16x16x16 f16/bf16) for gfx942 and gfx90a, and
+/// on its shuffles, against f64 references, in the same emulation
+/// (tests/compat_collective/moe_wave64/; under two minutes).
+#[test]
+fn moe_matrix_core_tiles_match_reference_in_wave64_emulation() {
+    run_emulation("moe_wave64");
 }
 
 /// Runs tests/compat_collective/NAME/run.sh; it must end "N passed, 0 failed".

@@ -21,8 +21,9 @@
 //     even, subnormals and overflow included) and the intrinsics on them;
 //   - int2/int4/float2/float4/uint2/char4 and make_* (8/16-byte int2/int4
 //     copies count misaligned addresses: emu_misaligned_vector_accesses);
-//   - the host API names the instance launchers use (hipStream_t,
-//     hipGetDevice, hipFuncSetAttribute) and emu_launch_kernel, which the
+//   - the host API names the launchers use (hipStream_t, hipGetDevice,
+//     hipFuncSetAttribute, hipMemsetAsync, hipMallocAsync, hipFreeAsync,
+//     hipLaunchKernelGGL) and emu_launch_kernel, which the
 //     launch syntax `k<<<grid, block, shmem, stream>>>(args)` is rewritten to
 //     (run.sh does that textual rewrite on a copy of the launcher files).
 //
@@ -379,6 +380,7 @@ inline __half& operator/=(__half& a, __half b) { return a = a / b; }
 inline float __half2float(__half h) { return float(h); }
 inline __half __float2half(float f) { return __half(f); }
 inline __half __float2half_rn(float f) { return __half(f); }
+inline __half __int2half_rn(int v) { return __half(static_cast<double>(v)); }
 inline unsigned short __half_as_ushort(__half h) { return h.bits; }
 inline __half __ushort_as_half(unsigned short b) { return emu_half_bits(b); }
 inline __half __hadd(__half a, __half b) { return a + b; }
@@ -477,6 +479,22 @@ inline hipError_t hipGetDevice(int* dev) {
     return hipSuccess;
 }
 inline hipError_t hipFuncSetAttribute(const void*, hipFuncAttribute, int) { return hipSuccess; }
+// The stream-ordered memory calls of the MoE launchers: every launch here is
+// synchronous, so they act at once.
+inline hipError_t hipMemsetAsync(void* p, int value, size_t bytes, hipStream_t) {
+    memset(p, value, bytes);
+    return hipSuccess;
+}
+template <class T>
+inline hipError_t hipMallocAsync(T** p, size_t bytes, hipStream_t) {
+    *p = static_cast<T*>(malloc(bytes));
+    if (*p == nullptr) emu_fatal("hipMallocAsync: out of memory");
+    return hipSuccess;
+}
+inline hipError_t hipFreeAsync(void* p, hipStream_t) {
+    free(p);
+    return hipSuccess;
+}
 
 // ---------------------------------------------------------------------------
 // Launch
@@ -571,3 +589,5 @@ template <class Kernel, class... Args>
 inline void emu_launch_kernel(dim3 grid, dim3 block, size_t shmem, hipStream_t, Kernel kernel, Args... args) {
     emu_launch(grid, block, shmem, [=] { kernel(args...); });
 }
+// HIP's launch macro (candle_hip_thrust.h's scan uses it).
+#define hipLaunchKernelGGL(kernel, grid, block, shmem, stream, ...) emu_launch_kernel(grid, block, shmem, stream, kernel, __VA_ARGS__)
