@@ -111,7 +111,7 @@ static void launch_mmq_case_q5_0(float * tmp_fixup, const mmq_args & args, hipSt
         case 112: instantiate_mmq_q5_0<112>(tmp_fixup, args, stream, cc, nsm, smpbo, warp_size_host); break;
         case 120: instantiate_mmq_q5_0<120>(tmp_fixup, args, stream, cc, nsm, smpbo, warp_size_host); break;
         case 128: instantiate_mmq_q5_0<128>(tmp_fixup, args, stream, cc, nsm, smpbo, warp_size_host); break;
-        default: break;
+        default: GGML_ABORT("mmq_gguf: no MMQ tile fits the shared memory per block");
     }
 }
 

@@ -415,6 +415,12 @@ pub struct GgmlHostTile {
     pub why: &'static str,
 }
 
+/// Rule `ggml-host-tiles`: what the launchers' tile switch does when no tile
+/// fits the shared memory per block (`mmq_x_best` stays 0): ggml's abort
+/// (upstream's `GGML_ABORT` of mmq_common.cuh, host side: a message and
+/// `abort()`), where upstream's `default: break;` launched nothing.
+pub const NO_TILE_ABORT: &str = "GGML_ABORT(\"mmq_gguf: no MMQ tile fits the shared memory per block\");";
+
 /// Rule `ggml-host-tiles`: the launchers choose tiles as ggml's own host
 /// code does, so that host and device agree on every AMD arch. On an NVIDIA
 /// compute capability each ggml function gives upstream's value again.

@@ -17,10 +17,16 @@
 //! An initializer that is not upstream's expected text is an error naming
 //! file and line (upstream changed its launcher: check the row); so is an
 //! instance file that lacks one of the locals.
+//!
+//! The launchers end their `switch (mmq_x_best)` with `default: break;`, so
+//! when no tile fits the shared memory per block they launched nothing and
+//! the output stayed unwritten, silently. That case becomes ggml's abort
+//! ([`NO_TILE_ABORT`]), as in ggml's own launcher; a launcher without exactly
+//! one such `default` is an error.
 
 use super::tokens::{next_significant, tokens_from};
 use super::{TreeFacts, Unit};
-use crate::kernels::mapping::{GgmlHostTile, GGML_HOST_TILES};
+use crate::kernels::mapping::{GgmlHostTile, GGML_HOST_TILES, NO_TILE_ABORT};
 use crate::lexer::Token;
 use crate::TranslateError;
 
@@ -31,7 +37,33 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
     if !unit.path.starts_with(LAUNCHERS) {
         return Ok(0);
     }
-    rewrite(unit, GGML_HOST_TILES)
+    Ok(rewrite(unit, GGML_HOST_TILES)? + abort_without_tile(unit)?)
+}
+
+/// `default: break;` → `default:` [`NO_TILE_ABORT`]; exactly one per launcher.
+fn abort_without_tile(unit: &mut Unit) -> Result<usize, TranslateError> {
+    let mut found = Vec::new();
+    for i in 0..unit.tokens.len() {
+        if !unit.tokens[i].is_ident("default") {
+            continue;
+        }
+        let colon = next_significant(&unit.tokens, i + 1).filter(|&j| unit.tokens[j].is_punct(":"));
+        let brk = colon.and_then(|j| next_significant(&unit.tokens, j + 1)).filter(|&j| unit.tokens[j].is_ident("break"));
+        if let Some((brk, semi)) = brk.and_then(|b| next_significant(&unit.tokens, b + 1).filter(|&j| unit.tokens[j].is_punct(";")).map(|j| (b, j))) {
+            found.push((brk, semi));
+        }
+    }
+    let [(start, semi)] = found[..] else {
+        return Err(TranslateError::unsupported(
+            &unit.path,
+            0,
+            "default: break;",
+            format!("rule ggml-host-tiles: {} of these in the launcher, expected the one that ends the tile switch (upstream changed: check NO_TILE_ABORT)", found.len()),
+        ));
+    };
+    let line = unit.tokens[start].line;
+    unit.tokens.splice(start..=semi, tokens_from(NO_TILE_ABORT, line));
+    Ok(1)
 }
 
 fn rewrite(unit: &mut Unit, rows: &[GgmlHostTile]) -> Result<usize, TranslateError> {
@@ -98,20 +130,32 @@ mod tests {
 
     fn run(path: &str, src: &str) -> Result<(String, usize), TranslateError> {
         let mut unit = Unit { path: path.into(), tokens: lexer::lex(src).tokens };
-        let n = if path.starts_with(LAUNCHERS) { rewrite(&mut unit, ROWS)? } else { apply(&mut unit, &TreeFacts::default())? };
+        let n = if path.starts_with(LAUNCHERS) { rewrite(&mut unit, ROWS)? + abort_without_tile(&mut unit)? } else { apply(&mut unit, &TreeFacts::default())? };
         Ok((lexer::render(&unit.tokens), n))
     }
 
+    const SWITCH: &str = "switch (x) { case 8: f(); break;\n default: break; }\n";
+
     #[test]
     fn initializer_becomes_ggml_call() {
-        let src = "void g() {\n    const int nwarps = 256 / warp_size_host;\n    use(nwarps);\n}\nvoid h() { const int nwarps = 256/warp_size_host; }\n";
-        let (out, n) = run("mmq_gguf/mmq_instance_q4_0.cu", src).unwrap();
-        assert_eq!(n, 2);
-        assert_eq!(out, "void g() {\n    const int nwarps = f(cc, warp_size_host);\n    use(nwarps);\n}\nvoid h() { const int nwarps = f(cc, warp_size_host); }\n");
+        let src = format!("void g() {{\n    const int nwarps = 256 / warp_size_host;\n    use(nwarps);\n}}\nvoid h() {{ const int nwarps = 256/warp_size_host; }}\n{SWITCH}");
+        let (out, n) = run("mmq_gguf/mmq_instance_q4_0.cu", &src).unwrap();
+        assert_eq!(n, 3);
+        assert!(out.starts_with("void g() {\n    const int nwarps = f(cc, warp_size_host);\n    use(nwarps);\n}\nvoid h() { const int nwarps = f(cc, warp_size_host); }\n"), "{out}");
+    }
+
+    #[test]
+    fn a_tile_switch_without_a_fitting_tile_aborts_as_ggml() {
+        let src = format!("const int nwarps = 256 / warp_size_host;\n{SWITCH}");
+        let (out, _) = run("mmq_gguf/mmq_instance_q4_0.cu", &src).unwrap();
+        assert!(out.ends_with(&format!("default: {NO_TILE_ABORT} }}\n")), "{out}");
+        let err = run("mmq_gguf/mmq_instance_q4_0.cu", "const int nwarps = 256 / warp_size_host;\n").unwrap_err().to_string();
+        assert!(err.contains("0 of these in the launcher"), "{err}");
     }
 
     #[test]
     fn changed_upstream_initializer_is_an_error() {
+        // (the switch is checked after the rows)
         let err = run("mmq_gguf/mmq_instance_q4_0.cu", "const int nwarps = 8;\n").unwrap_err().to_string();
         assert!(err.starts_with("mmq_gguf/mmq_instance_q4_0.cu:1: const int nwarps = 8;"), "{err}");
     }
