@@ -42,6 +42,8 @@
 #include "mmq_config_api.h"
 
 #include <string>
+#include <sys/wait.h>
+#include <unistd.h>
 
 emu_mmq_api emu_api_cdna3_mfma();
 emu_mmq_api emu_api_cdna3_dp4a();
@@ -577,7 +579,7 @@ int main() {
     // passes (rocm_fast_mmq.rs reads the *opt-in* per-block limit, which HIP
     // 6.0.x reports as 0 (ROCm/hip#3516); its fallback when the query fails is
     // 48 KiB; ggml's HIP build passes sharedMemPerBlock, 64 KiB on CDNA).
-    printf("\n== info: mmq_x that launch_mmq_case_<type> picks for 250 columns, by the smpbo candle passes (0: it launches nothing) ==\n");
+    printf("\n== info: mmq_x that launch_mmq_case_<type> picks for 250 columns, by the smpbo candle passes (0: no tile fits) ==\n");
     printf("%-7s %-4s %6s ", "arch", "MFMA", "smpbo");
     for (const wtype& t : kTypes) printf(" %5s", t.name);
     printf("\n");
@@ -588,14 +590,35 @@ int main() {
             printf("\n");
         }
     {
-        // The launcher itself, with smpbo 0: no kernel runs and dst keeps what it held.
+        // The launcher itself, with smpbo 0 (no tile fits): upstream's `default: break;`
+        // launched nothing and left dst unwritten; the translation stops loudly as
+        // ggml does (rule ggml-host-tiles: GGML_ABORT, here its device-pass form,
+        // a message and a trap). Run in a child process, which must die so.
         const emu_mmq_api& api = apis[0];
-        std::vector<uint8_t> w(128 * 8 * 18 + 1024, 0), y(q8_buffer_bytes(256, 8), 0);
-        std::vector<float> dst(128 * 8, -1.0f);
-        const uint64_t before = emu_launches;
-        api.mmq[Q4_0](nullptr, w.data(), y.data(), dst.data(), 256, 128, 8, 8, 128, api.cc, 304, 0, 64, nullptr);
-        printf("launch_mmq_gguf_q4_0 on %s with smpbo 0: %llu kernel launches, dst %s\n", api.name,
-               static_cast<unsigned long long>(emu_launches - before), dst[0] == -1.0f ? "left unwritten" : "written");
+        fflush(stdout);
+        int fds[2];
+        if (pipe(fds) != 0) emu_fatal("pipe");
+        const pid_t pid = fork();
+        if (pid == 0) {
+            close(fds[0]);
+            dup2(fds[1], 1);
+            std::vector<uint8_t> w(128 * 8 * 18 + 1024, 0), y(q8_buffer_bytes(256, 8), 0);
+            std::vector<float> dst(128 * 8, -1.0f);
+            api.mmq[Q4_0](nullptr, w.data(), y.data(), dst.data(), 256, 128, 8, 8, 128, api.cc, 304, 0, 64, nullptr);
+            printf("returned, dst %s\n", dst[0] == -1.0f ? "left unwritten" : "written");
+            fflush(stdout);
+            _exit(0);
+        }
+        close(fds[1]);
+        std::string out;
+        char buf[256];
+        for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+        close(fds[0]);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        const bool stopped = WIFSIGNALED(status) && out.find("GGML_ABORT: mmq_gguf: no MMQ tile fits") != std::string::npos;
+        printf("launch_mmq_gguf_q4_0 on %s with smpbo 0: %s\n", api.name, stopped ? "stops with GGML_ABORT (no tile fits)" : out.c_str());
+        check(stopped, "a launcher whose shape no tile fits stops loudly");
     }
 
     const uint64_t misaligned = emu_misaligned_vector_accesses.load();
