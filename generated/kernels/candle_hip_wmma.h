@@ -198,11 +198,11 @@ __device__ __forceinline__ void wmma_mma(fragment<accumulator, M, N, K, TC>& d, 
 }
 
 // ---------------------------------------------------------------------------
-// Matrix cores: the 16x16x16 tile (A, B of __half or candle_bf16, a float
-// accumulator) on the AMD matrix instructions, in a device pass for an arch
+// Matrix cores: the 16x16x16 and 8x32x16 tiles (A, B of __half or
+// candle_bf16, a float accumulator) on the AMD matrix instructions, in a device pass for an arch
 // that has them and a HIP of 6 or later (HIP 5's clang has no __bf16);
 // CANDLE_HIP_NO_WMMA_MATRIX_CORES keeps the shuffles above everywhere.
-// Other tiles and types always take the shuffles. The instructions are the
+// Other tiles (32x8x16) and types always take the shuffles. The instructions are the
 // ones ggml's mma.cuh (generated/kernels/mmq_gguf/mmq_mma.cuh) and rocWMMA's
 // mma_sync use for this tile:
 //   CDNA2/3/4 (gfx90a, gfx94x, gfx950), wave64:
@@ -350,36 +350,64 @@ __device__ __forceinline__ core_f32 core_mma(const core_bf16& a, const core_bf16
 }
 }  // namespace detail
 
-template <class T, class Layout>
-struct fragment<matrix_a, 16, 16, 16, T, Layout> {
-    static_assert(sizeof(T) == 2, "candle_wmma: A and B must be 2-byte float types");
-    using element_type = T;
-    using storage_element_type = T;
-    static constexpr int num_elements = detail::kCoreTiles * detail::kCoreAB;
-    T x[num_elements];
-};
-template <class T, class Layout>
-struct fragment<matrix_b, 16, 16, 16, T, Layout> {
-    static_assert(sizeof(T) == 2, "candle_wmma: A and B must be 2-byte float types");
-    using element_type = T;
-    using storage_element_type = T;
-    static constexpr int num_elements = detail::kCoreTiles * detail::kCoreAB;
-    T x[num_elements];
+namespace detail {
+// The tiles on matrix cores: M x N (K = 16) as 16x16x16 instructions. 8x32
+// (the MoE decode tile) is two of them with A's rows 8-15 zero, of whose
+// results rows 0-7 are kept: half the instruction's work is spent, against
+// the 32 shuffles per k of the portable path.
+template <int M, int N>
+struct core_shape {
+    static constexpr bool ok = false;
 };
 template <>
-struct fragment<accumulator, 16, 16, 16, float, void> {
-    using element_type = float;
-    using storage_element_type = float;
-    static constexpr int num_elements = detail::kCoreTiles * detail::kCoreC;
-    float x[num_elements];
+struct core_shape<16, 16> {
+    static constexpr bool ok = true;
+    static constexpr int rows = 16, nsub = 1;
 };
+template <>
+struct core_shape<8, 32> {
+    static constexpr bool ok = true;
+    static constexpr int rows = 8, nsub = 2;
+};
+template <int M, int N>
+using if_core = typename std::enable_if<core_shape<M, N>::ok, int>::type;
 
-// A: row_major memory holds A(i, k) at p[i*ldm + k], col_major at p[k*ldm + i];
+// A: one 16x16 operand per tile; B and the accumulator: nsub each (columns
+// 16*s .. 16*s+15), tiles outermost: element (t, s, e) at (t*nsub + s)*E + e.
+template <class Use, int M, int N, class T>
+struct core_fragment {
+    static_assert(std::is_same<Use, accumulator>::value ? std::is_same<T, float>::value : sizeof(T) == 2,
+                  "candle_wmma: A and B of 2-byte float types, a float accumulator");
+    static constexpr int per_tile = std::is_same<Use, matrix_a>::value   ? kCoreAB
+                                    : std::is_same<Use, matrix_b>::value ? core_shape<M, N>::nsub * kCoreAB
+                                                                         : core_shape<M, N>::nsub * kCoreC;
+    using element_type = T;
+    using storage_element_type = T;
+    static constexpr int num_elements = kCoreTiles * per_tile;
+    T x[num_elements];
+};
+}  // namespace detail
+
+template <class T, class Layout>
+struct fragment<matrix_a, 16, 16, 16, T, Layout> : detail::core_fragment<matrix_a, 16, 16, T> {};
+template <class T, class Layout>
+struct fragment<matrix_b, 16, 16, 16, T, Layout> : detail::core_fragment<matrix_b, 16, 16, T> {};
+template <>
+struct fragment<accumulator, 16, 16, 16, float, void> : detail::core_fragment<accumulator, 16, 16, float> {};
+template <class T, class Layout>
+struct fragment<matrix_a, 8, 32, 16, T, Layout> : detail::core_fragment<matrix_a, 8, 32, T> {};
+template <class T, class Layout>
+struct fragment<matrix_b, 8, 32, 16, T, Layout> : detail::core_fragment<matrix_b, 8, 32, T> {};
+template <>
+struct fragment<accumulator, 8, 32, 16, float, void> : detail::core_fragment<accumulator, 8, 32, float> {};
+
+// A: row_major memory holds A(i, k) at p[i*ldm + k], col_major at p[k*ldm + i]
+// (rows i >= M of the padded operand are zero, not read);
 // B: col_major holds B(k, j) at p[j*ldm + k], row_major at p[k*ldm + j].
-template <class Use, class T, class Layout>
-__device__ __forceinline__ void core_load_ab(fragment<Use, 16, 16, 16, T, Layout>& f, const T* p, unsigned ldm) {
-    static_assert(std::is_same<Layout, row_major>::value || std::is_same<Layout, col_major>::value, "matrix_a / matrix_b need a layout");
-    constexpr bool outer_major = std::is_same<Use, matrix_a>::value == std::is_same<Layout, row_major>::value;
+template <int M, int N, class T, class Layout, detail::if_core<M, N> = 0>
+__device__ __forceinline__ void wmma_load_matrix(fragment<matrix_a, M, N, 16, T, Layout>& f, const typename detail::same_type<T>::type* p,
+                                                 unsigned ldm) {
+    static_assert(std::is_same<Layout, row_major>::value || std::is_same<Layout, col_major>::value, "matrix_a needs a layout");
     const int l = detail::wave_lane();
 #pragma unroll
     for (int t = 0; t < detail::kCoreTiles; ++t) {
@@ -387,81 +415,103 @@ __device__ __forceinline__ void core_load_ab(fragment<Use, 16, 16, 16, T, Layout
         const unsigned lt = detail::tile_ldm(ldm, t);
 #pragma unroll
         for (int e = 0; e < detail::kCoreAB; ++e) {
-            unsigned outer, k;
-            detail::core_ab_index(l, e, outer, k);
-            f.x[t * detail::kCoreAB + e] = outer_major ? pt[outer * lt + k] : pt[k * lt + outer];
+            unsigned i, k;
+            detail::core_ab_index(l, e, i, k);
+            f.x[t * detail::kCoreAB + e] =
+                i >= unsigned(M) ? T(0.0f) : std::is_same<Layout, row_major>::value ? pt[i * lt + k] : pt[k * lt + i];
         }
     }
 }
-template <class T, class Layout>
-__device__ __forceinline__ void wmma_load_matrix(fragment<matrix_a, 16, 16, 16, T, Layout>& f, const typename detail::same_type<T>::type* p,
+template <int M, int N, class T, class Layout, detail::if_core<M, N> = 0>
+__device__ __forceinline__ void wmma_load_matrix(fragment<matrix_b, M, N, 16, T, Layout>& f, const typename detail::same_type<T>::type* p,
                                                  unsigned ldm) {
-    core_load_ab(f, p, ldm);
-}
-template <class T, class Layout>
-__device__ __forceinline__ void wmma_load_matrix(fragment<matrix_b, 16, 16, 16, T, Layout>& f, const typename detail::same_type<T>::type* p,
-                                                 unsigned ldm) {
-    core_load_ab(f, p, ldm);
-}
-
-// Accumulator element (i, j) is at p[i*ldm + j] (mem_row_major) or p[j*ldm + i].
-__device__ __forceinline__ void wmma_load_matrix(fragment<accumulator, 16, 16, 16, float>& f, const float* p, unsigned ldm, layout_t layout) {
+    static_assert(std::is_same<Layout, row_major>::value || std::is_same<Layout, col_major>::value, "matrix_b needs a layout");
+    constexpr int nsub = detail::core_shape<M, N>::nsub;
     const int l = detail::wave_lane();
 #pragma unroll
     for (int t = 0; t < detail::kCoreTiles; ++t) {
-        const float* pt = detail::tile_pointer(p, t);
+        const T* pt = detail::tile_pointer(p, t);
         const unsigned lt = detail::tile_ldm(ldm, t);
 #pragma unroll
-        for (int r = 0; r < detail::kCoreC; ++r) {
-            unsigned i, j;
-            detail::core_c_index(l, r, i, j);
-            f.x[t * detail::kCoreC + r] = layout == mem_row_major ? pt[i * lt + j] : pt[j * lt + i];
-        }
-    }
-}
-__device__ __forceinline__ void wmma_store_matrix(float* p, const fragment<accumulator, 16, 16, 16, float>& f, unsigned ldm, layout_t layout) {
-    const int l = detail::wave_lane();
+        for (int sub = 0; sub < nsub; ++sub)
 #pragma unroll
-    for (int t = 0; t < detail::kCoreTiles; ++t) {
-        float* pt = detail::tile_pointer(p, t);
-        const unsigned lt = detail::tile_ldm(ldm, t);
-        // (on wave64 every lane writes its share of both tiles)
-#pragma unroll
-        for (int r = 0; r < detail::kCoreC; ++r) {
-            unsigned i, j;
-            detail::core_c_index(l, r, i, j);
-            if (layout == mem_row_major) {
-                pt[i * lt + j] = f.x[t * detail::kCoreC + r];
-            } else {
-                pt[j * lt + i] = f.x[t * detail::kCoreC + r];
+            for (int e = 0; e < detail::kCoreAB; ++e) {
+                unsigned j, k;
+                detail::core_ab_index(l, e, j, k);
+                j += 16 * sub;
+                f.x[(t * nsub + sub) * detail::kCoreAB + e] = std::is_same<Layout, col_major>::value ? pt[j * lt + k] : pt[k * lt + j];
             }
-        }
     }
 }
 
-// d = a * b + c on the matrix instruction, one per tile. d may be c.
-template <class T, class LA, class LB>
-__device__ __forceinline__ void wmma_mma(fragment<accumulator, 16, 16, 16, float>& d, const fragment<matrix_a, 16, 16, 16, T, LA>& a,
-                                         const fragment<matrix_b, 16, 16, 16, T, LB>& b, const fragment<accumulator, 16, 16, 16, float>& c) {
+namespace detail {
+// Calls f(slot, tile address, tile ldm, i, j) for each accumulator element
+// (i, j) this lane holds, i < 16 (rows past M included: the caller skips them).
+template <int M, int N, class P, class F>
+__device__ __forceinline__ void core_c_each(P* p, unsigned ldm, F f) {
+    constexpr int nsub = core_shape<M, N>::nsub;
+    const int l = wave_lane();
+#pragma unroll
+    for (int t = 0; t < kCoreTiles; ++t) {
+        P* pt = tile_pointer(p, t);
+        const unsigned lt = tile_ldm(ldm, t);
+#pragma unroll
+        for (int sub = 0; sub < nsub; ++sub)
+#pragma unroll
+            for (int r = 0; r < kCoreC; ++r) {
+                unsigned i, j;
+                core_c_index(l, r, i, j);
+                f((t * nsub + sub) * kCoreC + r, pt, lt, i, j + 16 * sub);
+            }
+    }
+}
+}  // namespace detail
+
+// Accumulator element (i, j) is at p[i*ldm + j] (mem_row_major) or p[j*ldm + i];
+// rows i >= M are neither read (zero) nor written. On wave64 every lane
+// handles its share of both tiles.
+template <int M, int N, detail::if_core<M, N> = 0>
+__device__ __forceinline__ void wmma_load_matrix(fragment<accumulator, M, N, 16, float>& f, const float* p, unsigned ldm, layout_t layout) {
+    detail::core_c_each<M, N>(p, ldm, [&](int slot, const float* pt, unsigned lt, unsigned i, unsigned j) {
+        f.x[slot] = i >= unsigned(M) ? 0.0f : layout == mem_row_major ? pt[i * lt + j] : pt[j * lt + i];
+    });
+}
+template <int M, int N, detail::if_core<M, N> = 0>
+__device__ __forceinline__ void wmma_store_matrix(float* p, const fragment<accumulator, M, N, 16, float>& f, unsigned ldm, layout_t layout) {
+    detail::core_c_each<M, N>(p, ldm, [&](int slot, float* pt, unsigned lt, unsigned i, unsigned j) {
+        if (i < unsigned(M)) (layout == mem_row_major ? pt[i * lt + j] : pt[j * lt + i]) = f.x[slot];
+    });
+}
+
+// d = a * b + c on the matrix instruction, one per tile and 16-column block. d may be c.
+template <int M, int N, class T, class LA, class LB, detail::if_core<M, N> = 0>
+__device__ __forceinline__ void wmma_mma(fragment<accumulator, M, N, 16, float>& d, const fragment<matrix_a, M, N, 16, T, LA>& a,
+                                         const fragment<matrix_b, M, N, 16, T, LB>& b, const fragment<accumulator, M, N, 16, float>& c) {
     using V = typename detail::core_vector<T>::type;
+    constexpr int nsub = detail::core_shape<M, N>::nsub;
 #pragma unroll
     for (int t = 0; t < detail::kCoreTiles; ++t) {
-        detail::core_b16 ab, bb;
-        detail::core_f32 cv;
+        detail::core_b16 ab;
 #pragma unroll
-        for (int e = 0; e < detail::kCoreAB; ++e) {
-            ab[e] = detail::bits16(a.x[t * detail::kCoreAB + e]);
-            bb[e] = detail::bits16(b.x[t * detail::kCoreAB + e]);
-        }
-#pragma unroll
-        for (int r = 0; r < detail::kCoreC; ++r) cv[r] = c.x[t * detail::kCoreC + r];
-        V av, bv;
+        for (int e = 0; e < detail::kCoreAB; ++e) ab[e] = detail::bits16(a.x[t * detail::kCoreAB + e]);
+        V av;
         static_assert(sizeof(av) == sizeof(ab), "operand vectors");
         __builtin_memcpy(&av, &ab, sizeof av);
-        __builtin_memcpy(&bv, &bb, sizeof bv);
-        const detail::core_f32 dv = detail::core_mma(av, bv, cv);
 #pragma unroll
-        for (int r = 0; r < detail::kCoreC; ++r) d.x[t * detail::kCoreC + r] = dv[r];
+        for (int sub = 0; sub < nsub; ++sub) {
+            const int base = t * nsub + sub;
+            detail::core_b16 bb;
+            detail::core_f32 cv;
+#pragma unroll
+            for (int e = 0; e < detail::kCoreAB; ++e) bb[e] = detail::bits16(b.x[base * detail::kCoreAB + e]);
+#pragma unroll
+            for (int r = 0; r < detail::kCoreC; ++r) cv[r] = c.x[base * detail::kCoreC + r];
+            V bv;
+            __builtin_memcpy(&bv, &bb, sizeof bv);
+            const detail::core_f32 dv = detail::core_mma(av, bv, cv);
+#pragma unroll
+            for (int r = 0; r < detail::kCoreC; ++r) d.x[base * detail::kCoreC + r] = dv[r];
+        }
     }
 }
 #endif  // matrix cores

@@ -1,7 +1,7 @@
 // Runs the generated MoE GEMMs (generated/kernels/moe/moe_wmma.hip and
 // moe_wmma_gguf.hip) in the CPU emulation of 64-lane CDNA wavefronts
 // (../wave64_emulator), through their launchers as candle-core calls them:
-//   cdna3_cores     gfx942, candle_wmma's matrix-core 16x16x16 tile
+//   cdna3_cores     gfx942, candle_wmma's matrix-core tiles (16x16x16, 8x32x16)
 //                   (v_mfma_f32_16x16x16_f16 / _bf16, two 32-lane logical
 //                   warps per wavefront, one MFMA each), the default;
 //   cdna3_shuffles  gfx942 with CANDLE_HIP_NO_WMMA_MATRIX_CORES: the portable
@@ -14,8 +14,8 @@
 // 1/8 in [-2, 2] and Q8_0 weights q * 2^-6: every product and every sum over
 // K is exact in float, so each output must EQUAL the f64 reference (rounded
 // to the output type), whatever the order of the sums. Cases: moe_gemm_wmma
-// f16 / bf16, prefill (16x16x16 tile) and decode (8x32x16: shuffles on every
-// arch), without and with top-k weights (powers of two) (f16 as upstream
+// f16 / bf16, prefill (16x16x16 tile) and decode (8x32x16: two 16x16x16
+// instructions per tile on the matrix cores), without and with top-k weights (powers of two) (f16 as upstream
 // writes it: see case_wmma); moe_gemm_gguf_prefill
 // f16 / bf16 with Q8_0 (32-lane dequantizing warps) against the reference, and
 // with Q4_K (32-lane) and Q6_K (64-lane "warps" of the kernel) matrix cores
