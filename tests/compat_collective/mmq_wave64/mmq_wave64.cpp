@@ -42,8 +42,6 @@
 #include "mmq_config_api.h"
 
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 emu_mmq_api emu_api_cdna3_mfma();
 emu_mmq_api emu_api_cdna3_dp4a();
@@ -595,28 +593,14 @@ int main() {
         // ggml does (rule ggml-host-tiles: GGML_ABORT, here its device-pass form,
         // a message and a trap). Run in a child process, which must die so.
         const emu_mmq_api& api = apis[0];
-        fflush(stdout);
-        int fds[2];
-        if (pipe(fds) != 0) emu_fatal("pipe");
-        const pid_t pid = fork();
-        if (pid == 0) {
-            close(fds[0]);
-            dup2(fds[1], 1);
+        std::string out;
+        const int sig = emu_run_in_child([&] {
             std::vector<uint8_t> w(128 * 8 * 18 + 1024, 0), y(q8_buffer_bytes(256, 8), 0);
             std::vector<float> dst(128 * 8, -1.0f);
             api.mmq[Q4_0](nullptr, w.data(), y.data(), dst.data(), 256, 128, 8, 8, 128, api.cc, 304, 0, 64, nullptr);
             printf("returned, dst %s\n", dst[0] == -1.0f ? "left unwritten" : "written");
-            fflush(stdout);
-            _exit(0);
-        }
-        close(fds[1]);
-        std::string out;
-        char buf[256];
-        for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-        close(fds[0]);
-        int status = 0;
-        waitpid(pid, &status, 0);
-        const bool stopped = WIFSIGNALED(status) && out.find("GGML_ABORT: mmq_gguf: no MMQ tile fits") != std::string::npos;
+        }, &out);
+        const bool stopped = sig != 0 && out.find("GGML_ABORT: mmq_gguf: no MMQ tile fits") != std::string::npos;
         printf("launch_mmq_gguf_q4_0 on %s with smpbo 0: %s\n", api.name, stopped ? "stops with GGML_ABORT (no tile fits)" : out.c_str());
         check(stopped, "a launcher whose shape no tile fits stops loudly");
     }

@@ -36,6 +36,9 @@
 // the MMQ code is in mul_mat_q_stream_k_fixup, which AMD never launches
 // (use_stream_k is false for AMD cc), so it is compiled but not run here.
 //
+// emu_run_in_child runs a function in a forked child and captures what it
+// prints, for tests that a failure stops loudly.
+//
 // Failures (divergent wave operations, a shuffle reading an exited lane, an
 // out-of-bounds shared write, a deadlock) print a message and abort.
 #pragma once
@@ -50,10 +53,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <memory>
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #ifndef __HIP_DEVICE_COMPILE__
 #define __HIP_DEVICE_COMPILE__ 1
@@ -73,6 +80,33 @@
     fflush(stdout);
     fflush(stderr);
     abort();
+}
+
+// Runs fn in a forked child with its stdout and stderr captured into *out;
+// returns the signal that ended the child (0 if it exited). For the tests
+// that a failure stops loudly (an abort, a trap) with its message.
+inline int emu_run_in_child(const std::function<void()>& fn, std::string* out) {
+    fflush(stdout);
+    fflush(stderr);
+    int fds[2];
+    if (pipe(fds) != 0) emu_fatal("pipe");
+    const pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        fn();
+        fflush(stdout);
+        _exit(0);
+    }
+    close(fds[1]);
+    out->clear();
+    char buf[256];
+    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out->append(buf, static_cast<size_t>(n));
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
 // ---------------------------------------------------------------------------

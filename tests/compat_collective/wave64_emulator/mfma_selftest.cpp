@@ -20,8 +20,6 @@
 #include "mfma_cpu.h"
 
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace {
 
@@ -279,25 +277,10 @@ void test_b16_random(bool bf16, int gfx, uint64_t& seed) {
 }
 
 void expect_abort(const char* what, const char* expect, const std::function<void()>& fn) {
-    fflush(stdout);
-    int fds[2];
-    if (pipe(fds) != 0) emu_fatal("pipe");
-    const pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], 2);
-        fn();
-        _exit(0);
-    }
-    close(fds[1]);
-    std::string err;
-    char buf[256];
-    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<size_t>(n));
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    const bool ok = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && err.find(expect) != std::string::npos;
-    check(ok, std::string("fails loudly: ") + what + (ok ? "" : " (stderr: " + err + ")"));
+    std::string out;
+    const int sig = emu_run_in_child(fn, &out);
+    const bool ok = sig == SIGABRT && out.find(expect) != std::string::npos;
+    check(ok, std::string("fails loudly: ") + what + (ok ? "" : " (output: " + out + ")"));
 }
 
 }  // namespace
