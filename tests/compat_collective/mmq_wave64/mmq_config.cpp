@@ -24,10 +24,6 @@
 #ifndef EMU_CFG
 #error "define EMU_CFG (the configuration's name)"
 #endif
-#define EMU_CAT2(a, b) a##b
-#define EMU_CAT(a, b) EMU_CAT2(a, b)
-#define EMU_STR2(a) #a
-#define EMU_STR(a) EMU_STR2(a)
 
 #define launch_mmq_gguf_q4_0 EMU_CAT(EMU_CFG, _launch_mmq_gguf_q4_0)
 #define launch_mmq_gguf_q4_1 EMU_CAT(EMU_CFG, _launch_mmq_gguf_q4_1)

@@ -32,10 +32,6 @@
 #ifndef EMU_CFG
 #error "define EMU_CFG (the configuration's name)"
 #endif
-#define EMU_CAT2(a, b) a##b
-#define EMU_CAT(a, b) EMU_CAT2(a, b)
-#define EMU_STR2(a) #a
-#define EMU_STR(a) EMU_STR2(a)
 
 // A non-extern __shared__ array (candle_hip_thrust.h's scan) is one per block:
 // blocks run one after another here, so a static array is that.

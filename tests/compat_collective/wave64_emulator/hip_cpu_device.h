@@ -82,6 +82,13 @@
     abort();
 }
 
+// Naming for a test compiled once per configuration (-DEMU_CFG=name):
+// EMU_CAT(EMU_CFG, _suffix) pastes, EMU_STR(EMU_CFG) is the name as a string.
+#define EMU_CAT2(a, b) a##b
+#define EMU_CAT(a, b) EMU_CAT2(a, b)
+#define EMU_STR2(a) #a
+#define EMU_STR(a) EMU_STR2(a)
+
 // Runs fn in a forked child with its stdout and stderr captured into *out;
 // returns the signal that ended the child (0 if it exited). For the tests
 // that a failure stops loudly (an abort, a trap) with its message.
