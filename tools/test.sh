@@ -33,7 +33,9 @@ cargo xtask rocm-backend --rocm 7.2 --archs gfx942
 
 echo "== the GPU bundle (cargo xtask gpu-bundle): the forwarding runtime hip-on-cuda, and with feature rocm, in release,"
 echo "   linked against it: candle-core's and candle-nn's own suites, the parity tests of tests/scratch-rocm (a user's"
-echo "   project: crates.io candle-transformers, candle-core/candle-nn patched to generated/), the HIP layer's tests."
+echo "   project: crates.io candle-transformers, candle-core/candle-nn patched to generated/), the tensor-parallel program's"
+echo "   one-device shard check (tests/tensor-parallel, features rocm + rccl: world 2 and 4 summed in one process against the"
+echo "   whole model; its CPU half runs here below), the HIP layer's tests."
 echo "   candle-rocm-kernels' build compiles every kernel for gfx90a + gfx1030 on the way."
 cargo xtask gpu-bundle --archs gfx90a,gfx1030
 
@@ -70,11 +72,6 @@ built=$(find "$gen_target/debug/examples" -maxdepth 1 -type f -executable -regex
 echo "built $built example binaries"
 # 80 MB each: the binaries are not needed past this point
 rm -rf "$gen_target/debug/examples"
-
-echo "== the tensor-parallel program (tests/tensor-parallel: features rocm + rccl, the twin of upstream's nccl) type-checks"
-echo "   (it links librccl.so.1: the GPU run builds it with tests/tensor-parallel/build.sh against ROCm 7.2's ABI)"
-CARGO_INCREMENTAL=0 CANDLE_ROCM_ARCHS=gfx1030 SKIP_BINDGEN=1 \
-  cargo check --manifest-path tests/tensor-parallel/Cargo.toml --target-dir "$gen_target"
 
 echo "== the collectives benchmark (bench/collectives) built as the GPU machine runs it (ROCm 7.2's ABI, cargo xtask gpu-bundle"
 echo "   --link-only), its unit tests, and a corrupt id file said before any GPU call (the sweep itself: bench/collectives/run.sh)"

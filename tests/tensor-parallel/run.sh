@@ -3,10 +3,13 @@
 #
 # On the GPU machine, from the repository root: the tensor-parallel program of build.sh
 # through hip-on-cuda (HIP over CUDA, RCCL over NCCL), N processes (default: every GPU),
-# against one process on one GPU without a communicator, per dtype (f32, bf16):
+# against one process on one GPU without a communicator, per case (the tiny shape in f32 and
+# bf16; llama-7B's widths with 8 key/value heads in bf16, teacher-forced only):
 #   1. --single: the reference greedy tokens and logits;
 #   2. N ranks over RCCL, greedy: same tokens?
-#   3. N ranks teacher-forced on the reference tokens: per step top-1 and logits NMSE;
+#   3. N ranks teacher-forced on the reference tokens: per step top-1 and logits NMSE, within
+#      the dtype's bounds (f32: every top-1, NMSE <= 1e-9; bf16: top-1 at >= 90% of the
+#      steps, NMSE <= 2e-3, the bounds of the one-GPU shard check, src/shard_check.rs);
 #   4. the bad inputs one GPU allows: a world larger than the GPUs, a corrupt and a
 #      truncated id file, a rank that never joins (world 2 with one rank started: a timeout),
 #      ranks with different dtypes (needs 2 GPUs): each must fail with its error, in time.
@@ -44,25 +47,9 @@ mkdir -p "$scratch_tp"
 source bench/launch-ranks.sh
 ranks() { launch_ranks "$scratch_tp/$1.id" "$out/logs/$1" "$2" 300 "${tp[@]}" "${@:3}"; }
 
-for dtype in f32 bf16; do
-  ref=$scratch_tp/single-$dtype
-  "${tp[@]}" --single --dtype "$dtype" --out "$ref" >"$out/logs/single-$dtype.log" 2>&1 \
-    || { row "single-$dtype" fail "$(tail -1 "$out/logs/single-$dtype.log")"; continue; }
-  single_speed=$(grep -o '[0-9.]* tokens/s' "$out/logs/single-$dtype.log")
-  rcs=$(ranks "greedy-$dtype" "$n" --dtype "$dtype" --out "$scratch_tp/rccl-$dtype")
-  if [[ $rcs =~ ^(0 ?)+$ ]]; then
-    speed=$(grep -o '[0-9.]* tokens/s' "$out/logs/greedy-$dtype.rank0.log")
-    if cmp -s "$ref.tokens" "$scratch_tp/rccl-$dtype.tokens"; then
-      row "greedy-$dtype-world$n" pass "same $(wc -w <"$ref.tokens") tokens as one process; $speed over RCCL, $single_speed single"
-    else
-      row "greedy-$dtype-world$n" fail "tokens differ: $(head -c 200 "$scratch_tp/rccl-$dtype.tokens") vs $(head -c 200 "$ref.tokens")"
-    fi
-  else
-    row "greedy-$dtype-world$n" fail "exit codes $rcs: $(tail -1 "$out/logs/greedy-$dtype.rank0.log")"
-  fi
-  rcs=$(ranks "forced-$dtype" "$n" --dtype "$dtype" --tokens "$ref.tokens" --out "$scratch_tp/forced-$dtype")
-  if [[ $rcs =~ ^(0 ?)+$ ]]; then
-    row "forced-$dtype-world$n" pass "$(python3 - "$ref.logits" "$scratch_tp/forced-$dtype.logits" <<'PY'
+# `forced REF_LOGITS LOGITS DTYPE`: prints the comparison; exit 1 when outside the dtype's bounds
+forced() {
+  python3 - "$@" <<'PY'
 import struct, sys
 def read(p):
     b = open(p, "rb").read(); s, v = struct.unpack("<II", b[:8])
@@ -70,13 +57,46 @@ def read(p):
 a, b = read(sys.argv[1]), read(sys.argv[2])
 same = sum(max(range(len(x)), key=x.__getitem__) == max(range(len(y)), key=y.__getitem__) for x, y in zip(a, b))
 nm = max(sum((p - q) ** 2 for p, q in zip(x, y)) / sum(p * p for p in x) for x, y in zip(a, b))
-print(f"teacher-forced: top-1 identical at {same}/{len(a)} steps, logits NMSE max {nm:.2e}")
+top1, bound = {"f32": (1.0, 1e-9), "bf16": (0.9, 2e-3)}[sys.argv[3]]
+print(f"teacher-forced: top-1 identical at {same}/{len(a)} steps, logits NMSE max {nm:.2e} (bounds: top-1 >= {top1:.0%}, NMSE <= {bound:.0e})")
+sys.exit(0 if len(a) == len(b) and same >= top1 * len(a) and nm <= bound else 1)
 PY
-)"
-  else
-    row "forced-$dtype-world$n" fail "exit codes $rcs: $(tail -1 "$out/logs/forced-$dtype.rank0.log")"
+}
+while read -r shape dtype steps greedy; do
+  name=$shape-$dtype
+  args=(--shape "$shape" --dtype "$dtype" --steps "$steps")
+  ref=$scratch_tp/single-$name
+  "${tp[@]}" --single "${args[@]}" --out "$ref" >"$out/logs/single-$name.log" 2>&1 \
+    || { row "single-$name" fail "$(tail -1 "$out/logs/single-$name.log")"; continue; }
+  single_speed=$(grep -o '[0-9.]* tokens/s' "$out/logs/single-$name.log")
+  if [[ $greedy == greedy ]]; then
+    rcs=$(ranks "greedy-$name" "$n" "${args[@]}" --out "$scratch_tp/rccl-$name")
+    if [[ $rcs =~ ^(0 ?)+$ ]]; then
+      speed=$(grep -o '[0-9.]* tokens/s' "$out/logs/greedy-$name.rank0.log")
+      if cmp -s "$ref.tokens" "$scratch_tp/rccl-$name.tokens"; then
+        row "greedy-$name-world$n" pass "same $(wc -w <"$ref.tokens") tokens as one process; $speed over RCCL, $single_speed single"
+      else
+        row "greedy-$name-world$n" fail "tokens differ: $(head -c 200 "$scratch_tp/rccl-$name.tokens") vs $(head -c 200 "$ref.tokens")"
+      fi
+    else
+      row "greedy-$name-world$n" fail "exit codes $rcs: $(tail -1 "$out/logs/greedy-$name.rank0.log")"
+    fi
   fi
-done
+  rcs=$(ranks "forced-$name" "$n" "${args[@]}" --tokens "$ref.tokens" --out "$scratch_tp/forced-$name")
+  if [[ $rcs =~ ^(0 ?)+$ ]]; then
+    if detail=$(forced "$ref.logits" "$scratch_tp/forced-$name.logits" "$dtype"); then
+      row "forced-$name-world$n" pass "$detail"
+    else
+      row "forced-$name-world$n" fail "$detail"
+    fi
+  else
+    row "forced-$name-world$n" fail "exit codes $rcs: $(tail -1 "$out/logs/forced-$name.rank0.log")"
+  fi
+done <<'CASES'
+tiny f32 32 greedy
+tiny bf16 32 greedy
+llama-7b bf16 8 forced-only
+CASES
 
 # bad inputs: each must fail, with its message, well within the timeout given
 expect() {  # expect NAME PATTERN LOG RC SECONDS

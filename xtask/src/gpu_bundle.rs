@@ -11,8 +11,9 @@
 //!   its state);
 //! * `bin/<group>/<test>`: the test binaries of candle-core and candle-nn
 //!   (their libraries and every upstream test file), of the parity tests in
-//!   `tests/scratch-rocm` and of the HIP layer, built with feature `rocm` (the
-//!   HIP layer with its feature `rccl`: its communicator tests);
+//!   `tests/scratch-rocm`, of the tensor-parallel program (`tests/tensor-parallel`:
+//!   its one-device shard check) and of the HIP layer, built with feature `rocm`
+//!   (the HIP layer with its feature `rccl`: its communicator tests);
 //! * `tests.tsv`: for each binary its group and the directory it runs in
 //!   (relative to the repository root: upstream tests read data files);
 //! * `BUNDLE.txt`: what was built, from which commit, against what, and the sizes;
@@ -251,6 +252,13 @@ pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
             group: "scratch-rocm",
             manifest: "tests/scratch-rocm/Cargo.toml",
             args: vec!["--features".into(), "rocm".into(), "--tests".into()],
+        },
+        // the tensor-parallel program's one-device check of its shard math (world 2 and 4
+        // summed in one process against the whole model; src/shard_check.rs)
+        TestBuild {
+            group: "tensor-parallel",
+            manifest: "tests/tensor-parallel/Cargo.toml",
+            args: vec!["--bins".into()],
         },
         // the HIP layer, with RCCL: its communicator tests (world size 1) over NCCL
         TestBuild {

@@ -1,14 +1,37 @@
 //! The all-reduce (sum) of a row-parallel layer's partial outputs, as a Candle custom op over
 //! the communicator: what candle-examples' llama_multiprocess does over NCCL, here over RCCL.
+//! Each call is bracketed by two timing events on the communicator's stream: [`AllReduce::take_ms`]
+//! gives the GPU time spent in the all-reduces so far (waiting for the other ranks included).
 
 use candle_core::backend::BackendStorage;
+use candle_core::rocm_backend::candle_rocm_hip::driver::{sys::CUevent_flags, HipEvent};
 use candle_core::rocm_backend::candle_rocm_hip::nccl::safe::{Comm, ReduceOp};
 use candle_core::{CpuStorage, CustomOp1, DType, Layout, Result, RocmStorage, Shape};
 use half::{bf16, f16};
+use std::cell::RefCell;
 use std::rc::Rc;
 
 pub struct AllReduce {
-    pub comm: Rc<Comm>,
+    comm: Rc<Comm>,
+    /// (start, end) events of each call since the last `take_ms`.
+    events: RefCell<Vec<(HipEvent, HipEvent)>>,
+}
+
+impl AllReduce {
+    pub fn new(comm: Rc<Comm>) -> Self {
+        Self { comm, events: RefCell::new(Vec::new()) }
+    }
+
+    /// Milliseconds of GPU time between the events around each call since the last take
+    /// (waits for those calls to finish).
+    pub fn take_ms(&self) -> Result<f64> {
+        let events = std::mem::take(&mut *self.events.borrow_mut());
+        events.iter().try_fold(0f64, |ms, (a, b)| Ok(ms + a.elapsed_ms(b).map_err(|e| candle_core::Error::Msg(format!("all_reduce timing: {e:?}")))? as f64))
+    }
+
+    fn record(&self) -> Result<HipEvent> {
+        self.comm.stream().record_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| candle_core::Error::Msg(format!("all_reduce timing: {e:?}")))
+    }
 }
 
 // Candle's custom ops must be Send + Sync; the communicator is used by one thread only
@@ -46,12 +69,15 @@ impl CustomOp1 for AllReduce {
     }
 
     fn rocm_fwd(&self, s: &RocmStorage, l: &Layout) -> Result<(RocmStorage, Shape)> {
+        let start = self.record()?;
         let out = match s.dtype() {
             DType::F32 => reduce::<f32>(&self.comm, s, l)?,
             DType::BF16 => reduce::<bf16>(&self.comm, s, l)?,
             DType::F16 => reduce::<f16>(&self.comm, s, l)?,
             dtype => candle_core::bail!("all-reduce: unsupported dtype {dtype:?}"),
         };
+        let end = self.record()?;
+        self.events.borrow_mut().push((start, end));
         Ok((out, l.shape().clone()))
     }
 }

@@ -1,24 +1,34 @@
 //! `tensor-parallel`: greedy decoding of a made-up llama-shaped model (src/model.rs) split
 //! over one process per GPU, the all-reduces over RCCL; or, with `--single`, the whole model
-//! in one process without a communicator: the reference run.sh compares with.
+//! in one process without a communicator: the reference run.sh compares with; or, with
+//! `--shards W`, every rank's shard of a world of W in one process on one GPU, their partial
+//! outputs summed here (the shard math of W GPUs, checked where only one is lent).
 //!
 //!   tensor-parallel --rank R --world N --id-file FILE --out PREFIX [options]
 //!   tensor-parallel --single --out PREFIX [options]
+//!   tensor-parallel --shards W --out PREFIX [options]
 //!
-//! Options: `--dtype f32|bf16|f16` (default f32), `--steps S` (default 32), `--tokens FILE`
-//! (teacher-forced: feed that sequence instead of the model's own choices), `--timeout-s T`
-//! (default 60: the communicator must be up within T s, else every waiting rank fails with a
-//! clear error instead of hanging: a rank that never joins).
+//! Options: `--shape tiny|llama-7b` (default tiny: model::SHAPES), `--dtype f32|bf16|f16`
+//! (default f32), `--prompt-len P` (default 8: a made-up prompt of P tokens), `--steps S`
+//! (default 32), `--tokens FILE` (teacher-forced: feed that sequence instead of the model's
+//! own choices), `--timeout-s T` (default 60: the communicator must be up within T s, else
+//! every waiting rank fails with a clear error instead of hanging: a rank that never joins).
+//! The model has no key/value cache: each step runs the whole sequence so far, so a long
+//! prompt makes every step a prefill of that length.
 //! Rank 0 makes the communicator's unique id and writes it to FILE (128 bytes as 256 hex
 //! digits, written to FILE.tmp then renamed); the other ranks wait for it (same timeout).
-//! Before the first step the ranks compare their settings (dtype, steps, model shape) with
+//! Before the first step the ranks compare their settings (dtype, steps, shape, prompt) with
 //! an all-gather: ranks started with different dtypes fail with an error naming both.
 //! Rank 0 (or the single process) writes PREFIX.tokens (prompt and generated ids) and
-//! PREFIX.logits (every step's logits: u32 steps, u32 vocab, f32 values).
+//! PREFIX.logits (every step's logits: u32 steps, u32 vocab, f32 values), and prints the
+//! tokens/s of the steps after the first and, over RCCL, the all-reduce time per token.
 
 mod all_reduce;
 mod model;
+#[cfg(test)]
+mod shard_check;
 
+use all_reduce::AllReduce;
 use candle_core::rocm_backend::candle_rocm_hip::driver::HipContext;
 use candle_core::rocm_backend::candle_rocm_hip::nccl::safe::{Comm, Id};
 use candle_core::{DType, Device};
@@ -29,8 +39,17 @@ use std::time::{Duration, Instant};
 
 const PROMPT: [u32; 8] = [11, 97, 203, 5, 388, 41, 460, 150];
 
+/// `len` made-up prompt tokens below `vocab`: PROMPT, then a fixed walk over the vocabulary.
+fn prompt(len: usize, vocab: usize) -> Vec<u32> {
+    (0..len).map(|i| if i < PROMPT.len() { PROMPT[i] } else { ((i * 7919 + 13) % vocab) as u32 }).collect()
+}
+
 struct Args {
     single: bool,
+    /// `--shards W`: every rank of a world of W in this process
+    shards: Option<usize>,
+    shape: model::Config,
+    prompt_len: usize,
     rank: usize,
     world: usize,
     id_file: Option<PathBuf>,
@@ -42,7 +61,7 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { single: false, rank: 0, world: 1, id_file: None, out: PathBuf::new(), dtype: DType::F32, steps: 32, tokens: None, timeout: Duration::from_secs(60) };
+    let mut a = Args { single: false, shards: None, shape: model::SHAPES[0], prompt_len: PROMPT.len(), rank: 0, world: 1, id_file: None, out: PathBuf::new(), dtype: DType::F32, steps: 32, tokens: None, timeout: Duration::from_secs(60) };
     let mut out = None;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -50,6 +69,14 @@ fn parse_args() -> Result<Args, String> {
         let number = |v: String, flag: &str| v.parse::<usize>().map_err(|_| format!("{flag} `{v}` is not a number"));
         match flag.as_str() {
             "--single" => a.single = true,
+            "--shards" => a.shards = Some(number(value()?, "--shards")?),
+            "--prompt-len" => a.prompt_len = number(value()?, "--prompt-len")?,
+            "--shape" => {
+                let v = value()?;
+                a.shape = *model::SHAPES.iter().find(|c| c.name == v).ok_or_else(|| {
+                    format!("--shape `{v}`: {}", model::SHAPES.map(|c| c.name).join(" or "))
+                })?
+            }
             "--rank" => a.rank = number(value()?, "--rank")?,
             "--world" => a.world = number(value()?, "--world")?,
             "--id-file" => a.id_file = Some(value()?.into()),
@@ -69,9 +96,20 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     a.out = out.ok_or("--out PREFIX is required")?;
-    if !a.single {
+    if a.prompt_len == 0 {
+        return Err("--prompt-len must be at least 1".into());
+    }
+    if a.single && a.shards.is_some() {
+        return Err("--single and --shards: one or the other".into());
+    }
+    if a.shards == Some(0) {
+        return Err("--shards must be at least 1".into());
+    }
+    if a.single || a.shards.is_some() {
+        a.single = true;
+    } else {
         if a.id_file.is_none() {
-            return Err("--id-file FILE is required (or --single)".into());
+            return Err("--id-file FILE is required (or --single, or --shards W)".into());
         }
         if a.world == 0 || a.rank >= a.world {
             return Err(format!("--rank {} is not below --world {}", a.rank, a.world));
@@ -112,7 +150,8 @@ fn parse_id(path: &Path, hex: &str) -> Result<Id, String> {
 /// collectives over mismatched buffers would hang or mix types.
 fn check_same_settings(comm: &Comm, a: &Args) -> Result<(), String> {
     let dtype_code = match a.dtype { DType::F32 => 0, DType::BF16 => 1, _ => 2 };
-    let mine = [dtype_code, a.steps as i32, model::HIDDEN as i32, model::LAYERS as i32];
+    let shape = model::SHAPES.iter().position(|c| *c == a.shape).expect("a shape of SHAPES") as i32;
+    let mine = [dtype_code, a.steps as i32, shape, a.prompt_len as i32];
     let stream = comm.stream();
     let send = stream.memcpy_stod(&mine).map_err(|e| format!("{e:?}"))?;
     let mut all = stream.alloc_zeros::<i32>(mine.len() * a.world).map_err(|e| format!("{e:?}"))?;
@@ -121,9 +160,10 @@ fn check_same_settings(comm: &Comm, a: &Args) -> Result<(), String> {
     for (r, theirs) in all.chunks(mine.len()).enumerate() {
         if theirs != mine {
             let name = |c: i32| ["f32", "bf16", "f16"].get(c as usize).copied().unwrap_or("?");
+            let shape = |c: i32| model::SHAPES.get(c as usize).map_or("?", |c| c.name);
             return Err(format!(
-                "rank {}: rank {r} runs with other settings: dtype {} / steps {} / hidden {} / layers {}, this rank dtype {} / steps {} / hidden {} / layers {}",
-                a.rank, name(theirs[0]), theirs[1], theirs[2], theirs[3], name(mine[0]), mine[1], mine[2], mine[3]
+                "rank {}: rank {r} runs with other settings: dtype {} / steps {} / shape {} / prompt {}, this rank dtype {} / steps {} / shape {} / prompt {}",
+                a.rank, name(theirs[0]), theirs[1], shape(theirs[2]), theirs[3], name(mine[0]), mine[1], shape(mine[2]), mine[3]
             ));
         }
     }
@@ -160,7 +200,13 @@ fn run(a: &Args) -> Result<(), String> {
         None
     };
     let is_writer = a.single || a.rank == 0;
-    let model = model::Model::new(comm, a.dtype, &device).map_err(|e| e.to_string())?;
+    let (ranks, sum) = match (comm, a.shards) {
+        (Some(comm), _) => (model::Ranks::one(a.rank, a.world), model::Sum::AllReduce(AllReduce::new(comm))),
+        (None, Some(world)) => (model::Ranks::all(world), model::Sum::Here),
+        (None, None) => (model::Ranks::whole(), model::Sum::Here),
+    };
+    let max_len = a.prompt_len + a.steps;
+    let model = model::Model::new(a.shape, ranks, sum, a.dtype, &device, max_len).map_err(|e| e.to_string())?;
     let forced: Option<Vec<u32>> = match &a.tokens {
         Some(p) => Some(
             std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?
@@ -168,17 +214,23 @@ fn run(a: &Args) -> Result<(), String> {
         ),
         None => None,
     };
-    let mut tokens = PROMPT.to_vec();
+    let mut tokens = prompt(a.prompt_len, a.shape.vocab);
     let mut all_logits = Vec::new();
     // timed from the end of the first step: it loads the kernels' code objects
     let mut start = Instant::now();
+    let mut all_reduce_ms = 0.0;
     for step in 0..a.steps {
         if step == 1 {
             start = Instant::now();
         }
         let logits = model.next_logits(&tokens).map_err(|e| format!("step {step}: {e}"))?;
+        // (the logits are on the host: every all-reduce of the step has finished)
+        let ms = model.take_all_reduce_ms().map_err(|e| format!("step {step}: {e}"))?;
+        if step >= 1 {
+            all_reduce_ms += ms;
+        }
         let next = match &forced {
-            Some(f) => *f.get(PROMPT.len() + step).ok_or_else(|| format!("--tokens has fewer than {} tokens", PROMPT.len() + a.steps))?,
+            Some(f) => *f.get(a.prompt_len + step).ok_or_else(|| format!("--tokens has fewer than {} tokens", a.prompt_len + a.steps))?,
             None => logits.iter().enumerate().fold(0, |b, (i, x)| if *x > logits[b] { i } else { b }) as u32,
         };
         tokens.push(next);
@@ -192,10 +244,21 @@ fn run(a: &Args) -> Result<(), String> {
         std::fs::write(out("tokens"), text.join(" ") + "\n").map_err(|e| format!("{}: {e}", out("tokens").display()))?;
         let mut bytes = Vec::new();
         bytes.extend((all_logits.len() as u32).to_le_bytes());
-        bytes.extend((model::VOCAB as u32).to_le_bytes());
+        bytes.extend((a.shape.vocab as u32).to_le_bytes());
         all_logits.iter().flatten().for_each(|x| bytes.extend(x.to_le_bytes()));
         std::fs::write(out("logits"), bytes).map_err(|e| format!("{}: {e}", out("logits").display()))?;
-        println!("{timed} steps in {secs:.3} s: {:.1} tokens/s ({}, world {})", timed as f64 / secs, if a.single { "single process" } else { "RCCL" }, if a.single { 1 } else { a.world });
+        let how = match a.shards {
+            Some(w) => format!("{w} shards in one process"),
+            None if a.single => "single process".into(),
+            None => format!("RCCL, world {}", a.world),
+        };
+        println!(
+            "{timed} steps in {secs:.3} s: {:.1} tokens/s ({how}, shape {}, {:?}, prompt {})",
+            timed as f64 / secs, a.shape.name, a.dtype, a.prompt_len
+        );
+        if !a.single {
+            println!("all-reduce: {:.3} ms per token ({:.1}% of the step time)", all_reduce_ms / timed as f64, 100.0 * all_reduce_ms / 1e3 / secs);
+        }
     }
     Ok(())
 }
