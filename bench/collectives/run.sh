@@ -6,10 +6,14 @@
 # (default: every GPU):
 #   1. allreduce-bandwidth: the all-reduce over 8 KiB ... 1 GiB through our HIP layer's
 #      RCCL module and through NCCL directly (cudarc), side by side
-#      -> OUT_DIR/collectives-h100.tsv
-#   2. the tensor-parallel model (tests/tensor-parallel), 32 greedy steps, f32 and bf16: its
-#      tokens/s with one process (--single) and with N ranks over RCCL
-#      -> OUT_DIR/tensor-parallel-speed-h100.tsv (dtype, world, tokens_per_s, single_tokens_per_s)
+#      -> OUT_DIR/collectives-worldN-h100.tsv
+#   2. the tensor-parallel model (tests/tensor-parallel), greedy steps: its tokens/s with one
+#      process (--single) and with N ranks over RCCL, and the all-reduce time per token, for
+#      the tiny shape (f32, bf16; 32 steps after 8 prompt tokens) and llama-7B's widths (bf16,
+#      16 steps after 8, 512 and 2048 prompt tokens: no KV cache, so each step is a prefill)
+#      -> OUT_DIR/tensor-parallel-speed-worldN-h100.tsv (shape, dtype, prompt, steps, world,
+#         tokens_per_s, single_tokens_per_s, all_reduce_ms_per_token, all_reduce_pct,
+#         all_reduce_host_ms_per_token)
 #   OUT_DIR/logs/: every process's output.
 # Then: cp OUT_DIR/*.tsv bench/results/ && cargo xtask bench report
 # Needs: N NVIDIA GPUs (N = 1 runs everything at world size 1: the layer's overhead, no
@@ -19,7 +23,8 @@
 # is made in WORK_DIR and put on LD_LIBRARY_PATH, and HIP_ON_CUDA_NCCL points hip-on-cuda's
 # forwarder at the same file, so both paths run the same NCCL.
 # Environment: BIN_DIR (default device-carry/collectives[.tar.xz]), KERNELS_DIR, WORK_DIR as
-# bench/backend/setup.sh; MAX_BYTES (default 1073741824), STEPS (default 32).
+# bench/backend/setup.sh; MAX_BYTES (default 1073741824); TP_CASES (default below: lines of
+# `shape dtype prompt steps`).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 [[ $# -ge 1 ]] || { echo "usage: $0 OUT_DIR [N]" >&2; exit 2; }
@@ -69,30 +74,43 @@ ranks() { launch_ranks "$work/$1.id" "$out/logs/$1" "$2" 900 "${env_[@]}" "$bin/
 all_zero() { [[ $1 =~ ^(0 ?)+$ ]]; }
 
 echo "== all-reduce: $n processes, 8 KiB ... ${MAX_BYTES:-1073741824} bytes, our layer (RCCL API) and NCCL directly"
-rcs=$(ranks allreduce "$n" allreduce-bandwidth --out "$out/collectives-h100.tsv" --max-bytes "${MAX_BYTES:-1073741824}")
+rcs=$(ranks allreduce "$n" allreduce-bandwidth --out "$out/collectives-world$n-h100.tsv" --max-bytes "${MAX_BYTES:-1073741824}")
 if all_zero "$rcs"; then
-  grep -v '^#' "$out/collectives-h100.tsv"
+  grep -v '^#' "$out/collectives-world$n-h100.tsv"
 else
   echo "error: allreduce-bandwidth: exit codes $rcs:"; tail -3 "$out"/logs/allreduce.rank*.log; status=1
 fi
 
 echo "== the tensor-parallel model: one process, and $n ranks over RCCL"
-speed_tsv=$out/tensor-parallel-speed-h100.tsv
+speed_tsv=$out/tensor-parallel-speed-world$n-h100.tsv
 {
   echo "# gpu: $gpu"
-  echo "# model: tests/tensor-parallel (made-up llama-shaped weights, greedy decoding, ${STEPS:-32} steps after an 8-token prompt); tokens/s as rank 0 prints it: the steps after the first (which loads the kernels) over their wall time, every all-reduce included"
+  echo "# model: tests/tensor-parallel (made-up llama-shaped weights, greedy decoding; shapes: tiny = hidden 256, 8 heads, MLP 768, 2 layers, vocab 512; llama-7b = hidden 4096, 32 heads of which 8 key/value heads, MLP 11008, 8 layers, vocab 32000); no KV cache: each step runs the whole sequence (prompt + tokens so far); tokens/s as rank 0 prints it: the steps after the first (which loads the kernels) over their wall time, every all-reduce included"
   echo "# single: one process, the whole model on GPU 0, no communicator; world N: N processes, rank r on GPU r, column/row-parallel linears with an all-reduce over RCCL (hip-on-cuda: NCCL)"
-  printf 'dtype\tworld\ttokens_per_s\tsingle_tokens_per_s\n'
+  echo "# all-reduce: rank 0's GPU time between timing events around each all-reduce (waiting for the other ranks included), per generated token, and as a share of the step time; host: rank 0's time inside the all-reduce calls (enqueueing), per token"
+  printf 'shape\tdtype\tprompt\tsteps\tworld\ttokens_per_s\tsingle_tokens_per_s\tall_reduce_ms_per_token\tall_reduce_pct\tall_reduce_host_ms_per_token\n'
 } >"$speed_tsv"
 speed() { grep -o '[0-9.]* tokens/s' "$1" 2>/dev/null | head -1 | cut -d' ' -f1; }
-for dtype in f32 bf16; do
-  "${env_[@]}" timeout 900 "$bin/tensor-parallel" --single --dtype "$dtype" --steps "${STEPS:-32}" --out "$work/single-$dtype" \
-    >"$out/logs/tp-single-$dtype.log" 2>&1 || { echo "error: tensor-parallel --single --dtype $dtype: $(tail -1 "$out/logs/tp-single-$dtype.log")"; status=1; }
-  rcs=$(ranks "tp-$dtype" "$n" tensor-parallel --dtype "$dtype" --steps "${STEPS:-32}" --out "$work/tp-$dtype")
-  all_zero "$rcs" || { echo "error: tensor-parallel world $n --dtype $dtype: exit codes $rcs: $(tail -1 "$out/logs/tp-$dtype.rank0.log")"; status=1; }
-  single=$(speed "$out/logs/tp-single-$dtype.log"); multi=$(speed "$out/logs/tp-$dtype.rank0.log")
-  printf '%s\t%s\t%s\t%s\n' "$dtype" "$n" "${multi:-failed}" "${single:-failed}" >>"$speed_tsv"
-done
+# "all-reduce: G ms per token (P% of the step time) on the GPU, H ms (Q%) on the host in the calls" -> "G P H"
+reduce_ms() { grep -oE 'all-reduce: [0-9.]+ ms per token \([0-9.]+% of the step time\) on the GPU, [0-9.]+ ms' "$1" 2>/dev/null | grep -oE '[0-9.]+' | head -3 | paste -sd' '; }
+cases=${TP_CASES:-"tiny f32 8 32
+tiny bf16 8 32
+llama-7b bf16 8 16
+llama-7b bf16 512 16
+llama-7b bf16 2048 16"}
+while read -r shape dtype prompt steps; do
+  [[ -z $shape ]] && continue
+  name=$shape-$dtype-p$prompt
+  args=(--shape "$shape" --dtype "$dtype" --prompt-len "$prompt" --steps "$steps")
+  "${env_[@]}" timeout 900 "$bin/tensor-parallel" --single "${args[@]}" --out "$work/single-$name" \
+    >"$out/logs/tp-single-$name.log" 2>&1 || { echo "error: tensor-parallel --single ${args[*]}: $(tail -1 "$out/logs/tp-single-$name.log")"; status=1; }
+  rcs=$(ranks "tp-$name" "$n" tensor-parallel "${args[@]}" --out "$work/tp-$name")
+  all_zero "$rcs" || { echo "error: tensor-parallel world $n ${args[*]}: exit codes $rcs: $(tail -1 "$out/logs/tp-$name.rank0.log")"; status=1; }
+  single=$(speed "$out/logs/tp-single-$name.log"); multi=$(speed "$out/logs/tp-$name.rank0.log")
+  read -r ar_ms ar_pct ar_host <<<"$(reduce_ms "$out/logs/tp-$name.rank0.log")"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$dtype" "$prompt" "$steps" "$n" "${multi:-failed}" "${single:-failed}" \
+    "${ar_ms:-NA}" "${ar_pct:-NA}" "${ar_host:-NA}" >>"$speed_tsv"
+done <<<"$cases"
 cat "$speed_tsv"
 if ps -eo pid,comm | grep -E -w 'allreduce-bandw|tensor-parallel'; then echo "error: a benchmark process is left"; status=1; fi
 exit $status

@@ -218,16 +218,17 @@ fn run(a: &Args) -> Result<(), String> {
     let mut all_logits = Vec::new();
     // timed from the end of the first step: it loads the kernels' code objects
     let mut start = Instant::now();
-    let mut all_reduce_ms = 0.0;
+    let (mut all_reduce_gpu_ms, mut all_reduce_host_ms) = (0.0, 0.0);
     for step in 0..a.steps {
         if step == 1 {
             start = Instant::now();
         }
         let logits = model.next_logits(&tokens).map_err(|e| format!("step {step}: {e}"))?;
         // (the logits are on the host: every all-reduce of the step has finished)
-        let ms = model.take_all_reduce_ms().map_err(|e| format!("step {step}: {e}"))?;
+        let spent = model.take_all_reduce_time().map_err(|e| format!("step {step}: {e}"))?;
         if step >= 1 {
-            all_reduce_ms += ms;
+            all_reduce_gpu_ms += spent.gpu_ms;
+            all_reduce_host_ms += spent.host_ms;
         }
         let next = match &forced {
             Some(f) => *f.get(a.prompt_len + step).ok_or_else(|| format!("--tokens has fewer than {} tokens", a.prompt_len + a.steps))?,
@@ -257,7 +258,9 @@ fn run(a: &Args) -> Result<(), String> {
             timed as f64 / secs, a.shape.name, a.dtype, a.prompt_len
         );
         if !a.single {
-            println!("all-reduce: {:.3} ms per token ({:.1}% of the step time)", all_reduce_ms / timed as f64, 100.0 * all_reduce_ms / 1e3 / secs);
+            let per_token = |ms: f64| (ms / timed as f64, 100.0 * ms / 1e3 / secs);
+            let ((gpu, gpu_pct), (host, host_pct)) = (per_token(all_reduce_gpu_ms), per_token(all_reduce_host_ms));
+            println!("all-reduce: {gpu:.3} ms per token ({gpu_pct:.1}% of the step time) on the GPU, {host:.3} ms ({host_pct:.1}%) on the host in the calls");
         }
     }
     Ok(())

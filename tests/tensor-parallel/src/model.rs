@@ -9,7 +9,7 @@
 //! sum is an all-reduce over the communicator, or every rank of a world summed in this
 //! process (the one-device check of the shard math, see `shard_check.rs`).
 
-use crate::all_reduce::AllReduce;
+use crate::all_reduce::{AllReduce, Spent};
 use candle_core::{DType, Device, Module, Result, Tensor, D};
 use std::ops::Range;
 
@@ -233,11 +233,11 @@ impl Model {
         }
     }
 
-    /// The GPU time of the all-reduces since the last call, in ms (0 without a communicator).
-    pub fn take_all_reduce_ms(&self) -> Result<f64> {
+    /// The time spent in all-reduces since the last call (none without a communicator).
+    pub fn take_all_reduce_time(&self) -> Result<Spent> {
         match &self.sum {
-            Sum::AllReduce(op) => op.take_ms(),
-            Sum::Here => Ok(0.0),
+            Sum::AllReduce(op) => op.take(),
+            Sum::Here => Ok(Spent::default()),
         }
     }
 

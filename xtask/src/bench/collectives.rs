@@ -1,26 +1,45 @@
 //! BENCHMARKS.md's collectives section, from the two files bench/collectives/run.sh writes on
-//! the GPU machine: the all-reduce sweep through our HIP layer's RCCL module and through NCCL
-//! directly (`collectives-h100.tsv`), and the tensor-parallel model's tokens/s on one and N
-//! GPUs (`tensor-parallel-speed-h100.tsv`).
+//! the GPU machine per world size N: the all-reduce sweep through our HIP layer's RCCL module
+//! and through NCCL directly (`collectives-worldN-h100.tsv`), and the tensor-parallel model's
+//! tokens/s on one and N GPUs (`tensor-parallel-speed-worldN-h100.tsv`); each world measured
+//! is shown, smallest first.
 
 use super::report::{markdown_table, notes};
 use super::results::Table;
 use anyhow::Result;
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const COMMAND: &str = "the GPU machine: bench/collectives/run.sh (built by bench/collectives/build.sh)";
-const SWEEP: &str = "collectives-h100.tsv";
-const SPEED: &str = "tensor-parallel-speed-h100.tsv";
+/// Result files `{prefix}{N}{SUFFIX}`, one per world size N.
+const SWEEP: &str = "collectives-world";
+const SPEED: &str = "tensor-parallel-speed-world";
+const SUFFIX: &str = "-h100.tsv";
+
+/// The result files of `prefix` in `results`, by world size.
+fn per_world(results: &Path, prefix: &str) -> Result<Vec<(u32, PathBuf)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(results)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if let Some(world) = name.strip_prefix(prefix).and_then(|rest| rest.strip_suffix(SUFFIX)) {
+            let world = world.parse::<u32>().map_err(|_| anyhow::anyhow!("{}: `{world}` is not a world size", results.join(&name).display()))?;
+            found.push((world, results.join(&name)));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
 
 pub fn section(md: &mut String, results: &Path) -> Result<()> {
     md.push_str("## Collectives: all-reduce bandwidth and tensor-parallel tokens/s\n\n");
-    for (file, render) in [(SWEEP, sweep as fn(&mut String, &Table) -> Result<()>), (SPEED, speed)] {
-        let path = results.join(file);
-        if path.exists() {
-            render(md, &Table::read(&path)?)?;
-        } else {
-            writeln!(md, "`{file}`: not measured yet ({COMMAND}).\n")?;
+    for (prefix, render) in [(SWEEP, sweep as fn(&mut String, &str, &Table) -> Result<()>), (SPEED, speed)] {
+        let files = per_world(results, prefix)?;
+        if files.is_empty() {
+            writeln!(md, "`{prefix}N{SUFFIX}`: not measured yet ({COMMAND}).\n")?;
+        }
+        for (_, path) in files {
+            let file = path.file_name().expect("a file").to_string_lossy().into_owned();
+            render(md, &file, &Table::read(&path)?)?;
         }
     }
     Ok(())
@@ -37,8 +56,8 @@ fn size(bytes: &str) -> String {
     format!("{b} B")
 }
 
-fn sweep(md: &mut String, t: &Table) -> Result<()> {
-    writeln!(md, "From `bench/results/{SWEEP}`, written by {COMMAND}. An out-of-place f32 sum all-reduce per message size, in the same processes (one per GPU) through two communicators: *layer*, our HIP layer's RCCL module (`candle_rocm_hip::nccl`, RCCL's C API in `librccl.so.1`, which hip-on-cuda forwards to NVIDIA's NCCL on this machine), and *NCCL*, cudarc's NCCL module on `libnccl.so.2` directly (what Candle's CUDA backend calls). Time per call in us; algbw = bytes / time and busbw = algbw x 2(n-1)/n in GB/s, as nccl-tests prints them; ratio = NCCL us / layer us (>= 1: the layer at least as fast).\n")?;
+fn sweep(md: &mut String, file: &str, t: &Table) -> Result<()> {
+    writeln!(md, "From `bench/results/{file}`, written by {COMMAND}. An out-of-place f32 sum all-reduce per message size, in the same processes (one per GPU) through two communicators: *layer*, our HIP layer's RCCL module (`candle_rocm_hip::nccl`, RCCL's C API in `librccl.so.1`, which hip-on-cuda forwards to NVIDIA's NCCL on this machine), and *NCCL*, cudarc's NCCL module on `libnccl.so.2` directly (what Candle's CUDA backend calls). Time per call in us; algbw = bytes / time and busbw = algbw x 2(n-1)/n in GB/s, as nccl-tests prints them; ratio = NCCL us / layer us (>= 1: the layer at least as fast).\n")?;
     notes(md, t)?;
     let idx = ["bytes", "iters", "layer_us", "nccl_us", "layer_algbw_gbs", "layer_busbw_gbs", "nccl_algbw_gbs", "nccl_busbw_gbs", "ratio"]
         .map(|c| t.column(c))
@@ -63,23 +82,26 @@ fn sweep(md: &mut String, t: &Table) -> Result<()> {
     Ok(())
 }
 
-fn speed(md: &mut String, t: &Table) -> Result<()> {
-    writeln!(md, "From `bench/results/{SPEED}`, written by {COMMAND}. The tensor-parallel program of `tests/tensor-parallel` (generated candle-core and candle-nn with `rocm` and `rccl`) with N ranks over RCCL against one process without a communicator; *speed-up* = N ranks / one process.\n")?;
+fn speed(md: &mut String, file: &str, t: &Table) -> Result<()> {
+    writeln!(md, "From `bench/results/{file}`, written by {COMMAND}. The tensor-parallel program of `tests/tensor-parallel` (generated candle-core and candle-nn with `rocm` and `rccl`) with N ranks over RCCL against one process without a communicator; *speed-up* = N ranks / one process; *all-reduce* = rank 0's GPU time in all-reduces per generated token (waiting for the other ranks included), its share of the step time, and rank 0's host time inside the all-reduce calls per token.\n")?;
     notes(md, t)?;
-    let idx = ["dtype", "world", "tokens_per_s", "single_tokens_per_s"].map(|c| t.column(c)).into_iter().collect::<Result<Vec<_>>>()?;
+    let columns = ["shape", "dtype", "prompt", "steps", "world", "tokens_per_s", "single_tokens_per_s", "all_reduce_ms_per_token", "all_reduce_pct", "all_reduce_host_ms_per_token"];
+    let idx = columns.map(|c| t.column(c)).into_iter().collect::<Result<Vec<_>>>()?;
     let rows: Vec<Vec<String>> = t
         .rows
         .iter()
         .map(|r| {
-            let (multi, single) = (r[idx[2]].parse::<f64>(), r[idx[3]].parse::<f64>());
-            let speedup = match (multi, single) {
+            let cell = |i: usize| r[idx[i]].clone();
+            let speedup = match (cell(5).parse::<f64>(), cell(6).parse::<f64>()) {
                 (Ok(m), Ok(s)) if s > 0.0 => format!("{:.2}x", m / s),
                 _ => "NA".to_string(),
             };
-            vec![r[idx[0]].clone(), r[idx[1]].clone(), r[idx[2]].clone(), r[idx[3]].clone(), speedup]
+            let share = if cell(8) == "NA" { "NA".to_string() } else { format!("{}%", cell(8)) };
+            vec![cell(0), cell(1), cell(2), cell(3), cell(4), cell(5), cell(6), speedup, cell(7), share, cell(9)]
         })
         .collect();
-    markdown_table(md, &["dtype", "world", "tokens/s, N ranks", "tokens/s, one process", "speed-up"], &rows)
+    let header = ["shape", "dtype", "prompt", "steps", "world", "tokens/s, N ranks", "tokens/s, one process", "speed-up", "all-reduce GPU ms/token", "GPU share", "all-reduce host ms/token"];
+    markdown_table(md, &header, &rows)
 }
 
 #[cfg(test)]
@@ -92,15 +114,25 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let mut md = String::new();
         section(&mut md, &dir).unwrap();
-        assert!(md.contains(&format!("`{SWEEP}`: not measured yet ({COMMAND})")), "{md}");
-        assert!(md.contains(&format!("`{SPEED}`: not measured yet")), "{md}");
-        std::fs::write(dir.join(SPEED), "dtype\tworld\ttokens_per_s\tsingle_tokens_per_s\nf32\t2\t300.0\t150.0\nbf16\t2\tfailed\t140.0\n").unwrap();
+        assert!(md.contains(&format!("`{SWEEP}N{SUFFIX}`: not measured yet ({COMMAND})")), "{md}");
+        assert!(md.contains(&format!("`{SPEED}N{SUFFIX}`: not measured yet")), "{md}");
+        std::fs::write(
+            dir.join(format!("{SPEED}2{SUFFIX}")),
+            "shape\tdtype\tprompt\tsteps\tworld\ttokens_per_s\tsingle_tokens_per_s\tall_reduce_ms_per_token\tall_reduce_pct\tall_reduce_host_ms_per_token\n\
+             tiny\tf32\t8\t32\t2\t300.0\t150.0\t0.500\t15.0\t0.100\n\
+             llama-7b\tbf16\t2048\t16\t2\tfailed\t140.0\tNA\tNA\tNA\n",
+        )
+        .unwrap();
         let mut md = String::new();
         section(&mut md, &dir).unwrap();
+        assert!(md.contains("| tiny | f32 | 8 | 32 | 2 | 300.0 | 150.0 | 2.00x | 0.500 | 15.0% | 0.100 |"), "{md}");
+        assert!(md.contains("| llama-7b | bf16 | 2048 | 16 | 2 | failed | 140.0 | NA | NA | NA | NA |"), "{md}");
+        assert!(md.contains(&format!("`{SWEEP}N{SUFFIX}`: not measured yet")), "{md}");
+        assert!(md.contains(&format!("From `bench/results/{SPEED}2{SUFFIX}`")), "{md}");
+        std::fs::write(dir.join(format!("{SPEED}x{SUFFIX}")), "shape\n").unwrap();
+        let err = section(&mut String::new(), &dir).unwrap_err().to_string();
         std::fs::remove_dir_all(&dir).unwrap();
-        assert!(md.contains("| f32 | 2 | 300.0 | 150.0 | 2.00x |"), "{md}");
-        assert!(md.contains("| bf16 | 2 | failed | 140.0 | NA |"), "{md}");
-        assert!(md.contains(&format!("`{SWEEP}`: not measured yet")), "{md}");
+        assert!(err.contains("`x` is not a world size"), "{err}");
     }
 
     #[test]
@@ -113,7 +145,7 @@ mod tests {
         )
         .unwrap();
         let mut md = String::new();
-        sweep(&mut md, &t).unwrap();
+        sweep(&mut md, "collectives-world2-h100.tsv", &t).unwrap();
         assert!(md.contains("- gpu: NVIDIA H100"), "{md}");
         assert!(md.contains("| 8 KiB | 20000 | 10.00 | 5.00 | 0.819 | 1.229 | 1.638 | 2.458 | 0.500 |"), "{md}");
         assert!(md.contains("| 1 GiB | 40 | 5000.00 | 10000.00 | 214.748 | 322.123 | 107.374 | 161.061 | 2.000 |"), "{md}");
