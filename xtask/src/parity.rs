@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use rayon::prelude::*;
 use syn::visit::Visit;
 use translator::backend::rules::rename;
-use translator::backend::twins::is_cuda_ident;
+use translator::backend::cuda_names::is_cuda_ident;
 use translator::backend::Gap;
 
 use crate::tree::Tree;

@@ -28,9 +28,10 @@ use quote::ToTokens;
 use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 
+use super::cuda_names::{cfg_mentions_cuda, is_cuda_ident, mentions_cuda, mentions_rocm};
 use super::mapping::{DEVICE_PREDICATES, FEATURE_HINTS};
-use super::rules;
-use super::twins::{cfg_mentions_cuda, is_cuda_ident, mentions_rocm, replace_in_literals};
+use super::node_attrs::{item_attrs, stmt_attrs};
+use super::rules::{self, replace_in_literals};
 
 /// Applies the three rules to `file`; counts go to `counts`.
 pub fn rewrite(file: &mut syn::File, counts: &mut BTreeMap<&'static str, usize>) {
@@ -49,8 +50,8 @@ struct Pass<'a> {
 /// (`self.attention_cuda(..)`, whose ROCm twin the twin branch calls)?
 pub fn chooses_cuda(e: &syn::ExprIf) -> bool {
     match &*e.cond {
-        syn::Expr::Let(l) => super::twins::mentions_cuda(l.pat.to_token_stream()),
-        syn::Expr::MethodCall(m) if DEVICE_PREDICATES.iter().any(|(cuda, _)| m.method == cuda) => super::twins::mentions_cuda(e.then_branch.to_token_stream()),
+        syn::Expr::Let(l) => mentions_cuda(l.pat.to_token_stream()),
+        syn::Expr::MethodCall(m) if DEVICE_PREDICATES.iter().any(|(cuda, _)| m.method == cuda) => mentions_cuda(e.then_branch.to_token_stream()),
         cond => calls_cuda_function(cond),
     }
 }
@@ -136,12 +137,12 @@ impl VisitMut for Pass<'_> {
     // code under `cfg(feature = "cuda")` has its twin under `cfg(feature =
     // "rocm")` already (rule `twins`); neither may name the other backend
     fn visit_stmt_mut(&mut self, stmt: &mut syn::Stmt) {
-        if !super::twins::stmt_attrs(stmt).is_some_and(|a| gated(a)) {
+        if !stmt_attrs(stmt).is_some_and(|a| gated(a)) {
             syn::visit_mut::visit_stmt_mut(self, stmt);
         }
     }
     fn visit_item_mut(&mut self, item: &mut syn::Item) {
-        if !super::twins::item_attrs(item).is_some_and(|a| gated(a)) {
+        if !item_attrs(item).is_some_and(|a| gated(a)) {
             syn::visit_mut::visit_item_mut(self, item);
         }
     }

@@ -18,8 +18,9 @@
 use std::collections::BTreeMap;
 
 use super::mapping::{DEVICE_TYPE_CRATES, FEATURES, FEATURE_DEPENDENCIES, UNMIRRORABLE_FEATURES, UNMIRRORABLE_FEATURE_DEPENDENCIES, UNMIRRORED_CANDLE_DEPENDENTS};
-use super::twins::is_cuda_ident;
-use super::{rules, Gap};
+use super::cuda_names::is_cuda_ident;
+use super::gaps::Gap;
+use super::rules;
 use crate::TranslateError;
 
 /// Where the mirrored package's dependencies live, relative to it.

@@ -199,6 +199,24 @@ fn collect(stream: TokenStream, found: &mut BTreeSet<String>) {
     }
 }
 
+/// `word` → `with` inside string literals of `tokens`.
+pub fn replace_in_literals(tokens: TokenStream, word: &str, with: &str) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|t| match t {
+            proc_macro2::TokenTree::Group(g) => {
+                let mut n = proc_macro2::Group::new(g.delimiter(), replace_in_literals(g.stream(), word, with));
+                n.set_span(g.span());
+                n.into()
+            }
+            proc_macro2::TokenTree::Literal(l) if l.to_string().starts_with('"') && l.to_string().contains(word) => {
+                l.to_string().replace(word, with).parse::<proc_macro2::Literal>().map(Into::into).unwrap_or(proc_macro2::TokenTree::Literal(l))
+            }
+            other => other,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::mirror_file;

@@ -26,42 +26,23 @@ use syn::visit_mut::VisitMut;
 use syn::{Arm, Attribute, ImplItem, Item, Pat, Stmt, TraitItem, UseTree, Variant};
 
 use super::cfg::{self, Verdict};
-use super::mapping::{CUDA_MARKERS, FOREIGN_BACKEND_VARIANTS, IDENTIFIERS, UNTWINNED_ITEMS};
-use super::{rules, Gap};
+use super::cuda_names::{cfg_mentions_cuda, is_cuda_ident, mentions_cuda, mentions_rocm};
+use super::gaps::{describe, Gap};
+use super::mapping::{FOREIGN_BACKEND_VARIANTS, UNTWINNED_ITEMS};
+use super::node_attrs::{item_attrs, stmt_attrs};
+use super::pass::FileState;
+use super::prune::Pruner;
+use super::rules::{self, replace_in_literals};
+use super::{skip_without_device, test_device_macro};
 use crate::TranslateError;
 
-/// Does this identifier name something CUDA-specific that has a ROCm name?
-/// (cuDNN/cuTile/NCCL names have none: code named for them is not twinned;
-/// where it is gated on their feature it is left out of ROCm code by
-/// [`cfg`].)
-pub fn is_cuda_ident(ident: &str) -> bool {
-    rules::rename(ident).1.is_some() && {
-        let lower = ident.to_ascii_lowercase();
-        CUDA_MARKERS.iter().any(|m| lower.contains(m)) || IDENTIFIERS.iter().any(|(from, _)| *from == ident)
-    }
-}
-
-/// Does this token stream mention a CUDA-specific identifier (or the `cuda`
-/// feature)?
-pub fn mentions_cuda(tokens: TokenStream) -> bool {
-    tokens.into_iter().any(|t| match t {
-        proc_macro2::TokenTree::Ident(id) => is_cuda_ident(&id.to_string()),
-        proc_macro2::TokenTree::Group(g) => mentions_cuda(g.stream()),
-        proc_macro2::TokenTree::Literal(l) => l.to_string() == "\"cuda\"",
-        proc_macro2::TokenTree::Punct(_) => false,
-    })
-}
-
-pub(super) fn mentions_rocm(tokens: TokenStream) -> bool {
-    tokens.into_iter().any(|t| match t {
-        proc_macro2::TokenTree::Group(g) => mentions_rocm(g.stream()),
-        proc_macro2::TokenTree::Literal(l) => l.to_string() == "\"rocm\"",
-        _ => false,
-    })
-}
-
-pub(super) fn cfg_mentions_cuda(attrs: &[Attribute]) -> bool {
-    attrs.iter().any(|a| a.path().is_ident("cfg") && mentions_cuda(a.meta.to_token_stream()))
+/// Pass `twins` over a whole file (what the module's docs list); its rewrites
+/// are counted under their own names, so it returns 0.
+pub fn apply(state: &mut FileState, file: &mut syn::File) -> Result<usize, TranslateError> {
+    let krate = skip_without_device::candle_core_path(file);
+    let mut pass = TwinPass { file: state.file, counts: &mut state.counts, gaps: &mut state.gaps, error: None, krate };
+    pass.visit_file_mut(file);
+    pass.error.map_or(Ok(0), Err)
 }
 
 /// The pass over one file. Errors and gaps are collected; the first error
@@ -78,7 +59,7 @@ pub struct TwinPass<'a> {
 trait Twinnable: Sized + ToTokens {
     fn parse_twin(tokens: TokenStream) -> syn::Result<Self>;
     fn attrs_mut(&mut self) -> Option<&mut Vec<Attribute>>;
-    fn prune(&mut self, pruner: &mut super::Pruner);
+    fn prune(&mut self, pruner: &mut Pruner);
     fn complete_matches(&mut self, rule: &mut ExhaustiveTwins);
     /// What the node declares (a function's name, an impl's type and
     /// trait): a twin that declares the same must not coexist with it.
@@ -100,7 +81,7 @@ macro_rules! twinnable {
                 let $n = self;
                 $attrs
             }
-            fn prune(&mut self, pruner: &mut super::Pruner) {
+            fn prune(&mut self, pruner: &mut Pruner) {
                 pruner.$visit(self)
             }
             fn complete_matches(&mut self, rule: &mut ExhaustiveTwins) {
@@ -163,7 +144,7 @@ impl Twinnable for Stmt {
     fn attrs_mut(&mut self) -> Option<&mut Vec<Attribute>> {
         stmt_attrs(self)
     }
-    fn prune(&mut self, pruner: &mut super::Pruner) {
+    fn prune(&mut self, pruner: &mut Pruner) {
         pruner.visit_stmt_mut(self)
     }
     fn complete_matches(&mut self, rule: &mut ExhaustiveTwins) {
@@ -237,69 +218,6 @@ fn arm_cases(pat: &Pat) -> Vec<&Pat> {
         Pat::Or(or) => or.cases.iter().collect(),
         other => vec![other],
     }
-}
-
-/// `word` → `with` inside string literals of `tokens`.
-pub(super) fn replace_in_literals(tokens: TokenStream, word: &str, with: &str) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|t| match t {
-            proc_macro2::TokenTree::Group(g) => {
-                let mut n = proc_macro2::Group::new(g.delimiter(), replace_in_literals(g.stream(), word, with));
-                n.set_span(g.span());
-                n.into()
-            }
-            proc_macro2::TokenTree::Literal(l) if l.to_string().starts_with('"') && l.to_string().contains(word) => {
-                l.to_string().replace(word, with).parse::<proc_macro2::Literal>().map(Into::into).unwrap_or(proc_macro2::TokenTree::Literal(l))
-            }
-            other => other,
-        })
-        .collect()
-}
-
-pub fn item_attrs(item: &mut Item) -> Option<&mut Vec<Attribute>> {
-    Some(match item {
-        Item::Const(x) => &mut x.attrs,
-        Item::Enum(x) => &mut x.attrs,
-        Item::ExternCrate(x) => &mut x.attrs,
-        Item::Fn(x) => &mut x.attrs,
-        Item::ForeignMod(x) => &mut x.attrs,
-        Item::Impl(x) => &mut x.attrs,
-        Item::Macro(x) => &mut x.attrs,
-        Item::Mod(x) => &mut x.attrs,
-        Item::Static(x) => &mut x.attrs,
-        Item::Struct(x) => &mut x.attrs,
-        Item::Trait(x) => &mut x.attrs,
-        Item::TraitAlias(x) => &mut x.attrs,
-        Item::Type(x) => &mut x.attrs,
-        Item::Union(x) => &mut x.attrs,
-        Item::Use(x) => &mut x.attrs,
-        _ => return None,
-    })
-}
-
-pub fn stmt_attrs(stmt: &mut Stmt) -> Option<&mut Vec<Attribute>> {
-    match stmt {
-        Stmt::Local(l) => Some(&mut l.attrs),
-        Stmt::Item(i) => item_attrs(i),
-        Stmt::Macro(m) => Some(&mut m.attrs),
-        Stmt::Expr(e, _) => expr_attrs(e),
-    }
-}
-
-fn expr_attrs(expr: &mut syn::Expr) -> Option<&mut Vec<Attribute>> {
-    use syn::Expr::*;
-    Some(match expr {
-        Block(x) => &mut x.attrs,
-        Call(x) => &mut x.attrs,
-        If(x) => &mut x.attrs,
-        Macro(x) => &mut x.attrs,
-        Match(x) => &mut x.attrs,
-        MethodCall(x) => &mut x.attrs,
-        Unsafe(x) => &mut x.attrs,
-        Assign(x) => &mut x.attrs,
-        _ => return None,
-    })
 }
 
 fn item_is_cuda_specific(item: &mut Item) -> bool {
@@ -378,20 +296,20 @@ impl TwinPass<'_> {
             Ok(t) => t,
             Err(e) => {
                 let line = Self::line_of(node);
-                self.error.get_or_insert_with(|| TranslateError::unsupported(self.file, line, &super::describe(node), format!("its ROCm twin does not parse: {e}")));
+                self.error.get_or_insert_with(|| TranslateError::unsupported(self.file, line, &describe(node), format!("its ROCm twin does not parse: {e}")));
                 return None;
             }
         };
         if let Some(attrs) = twin.attrs_mut() {
             if let Verdict::Drop { feature, reason } = cfg::apply(attrs) {
-                self.gaps.push(Gap::new(self.file, Self::line_of(node), &super::describe(node), feature, reason));
+                self.gaps.push(Gap::new(self.file, Self::line_of(node), &describe(node), feature, reason));
                 return None;
             }
         }
-        let mut pruner = super::Pruner { file: self.file, gaps: self.gaps };
+        let mut pruner = Pruner { file: self.file, gaps: self.gaps };
         twin.prune(&mut pruner);
         if let Some(Item::Fn(f)) = (&mut twin as &mut dyn std::any::Any).downcast_mut::<Item>() {
-            if super::device_tests::add_to_test_fn(f, &self.krate) {
+            if skip_without_device::add_to_test_fn(f, &self.krate) {
                 *self.counts.entry("device-tests-skip").or_default() += 1;
             }
         }
@@ -466,7 +384,7 @@ impl TwinPass<'_> {
             attrs.iter().enumerate().find(|(_, a)| a.path().is_ident("cfg") && mentions_cuda(a.meta.to_token_stream()) || a.path().is_ident("cfg") && mentions_rocm(a.meta.to_token_stream())).and_then(|(i, a)| a.parse_args::<syn::Meta>().ok().map(|m| (i, m)))
         };
         let (Some((i, p)), Some((j, q))) = (cfg_of(node.attrs_mut()), cfg_of(twin.attrs_mut())) else {
-            self.error.get_or_insert_with(|| TranslateError::unsupported(self.file, line, &super::describe(node), "its ROCm twin declares the same name and no `cuda` cfg tells them apart"));
+            self.error.get_or_insert_with(|| TranslateError::unsupported(self.file, line, &describe(node), "its ROCm twin declares the same name and no `cuda` cfg tells them apart"));
             return false;
         };
         *self.counts.entry("same-name-twins").or_default() += 1;
@@ -611,7 +529,7 @@ impl VisitMut for TwinPass<'_> {
 
     fn visit_item_macro_mut(&mut self, m: &mut syn::ItemMacro) {
         if let Some(name) = &m.ident {
-            if let Some(rule) = super::test_device::rule_for(&name.to_string()) {
+            if let Some(rule) = test_device_macro::rule_for(&name.to_string()) {
                 match rule(self.file, m.mac.tokens.clone(), self.counts) {
                     Ok(tokens) => m.mac.tokens = tokens,
                     Err(e) => {

@@ -16,7 +16,7 @@ use quote::ToTokens;
 use syn::visit_mut::VisitMut;
 
 use super::mapping::{RocmExpr, WAVE_LAUNCHES};
-use super::twins::mentions_rocm;
+use super::cuda_names::mentions_rocm;
 use crate::TranslateError;
 
 /// Applies the rows for `file` of the crate that `label` names; `whole`: the

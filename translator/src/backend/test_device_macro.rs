@@ -15,7 +15,7 @@ use proc_macro2::{Delimiter, Group, Ident, Span, TokenStream, TokenTree};
 use quote::quote;
 
 use super::rules;
-use super::twins::mentions_cuda;
+use super::cuda_names::mentions_cuda;
 use crate::TranslateError;
 
 type Rule = fn(&str, TokenStream, &mut BTreeMap<&'static str, usize>) -> Result<TokenStream, TranslateError>;

@@ -1,0 +1,247 @@
+//! The crate walk: a crate (or a package of several targets) followed from its
+//! roots along its `mod` declarations, each file twinned, kept verbatim (a
+//! CUDA-only module) or mirrored (that module's ROCm twin), level by level.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use quote::ToTokens;
+use rayon::prelude::*;
+
+use super::cuda_names::{is_cuda_ident, mentions_cuda};
+use super::gaps::Gap;
+use super::mirror::{mirror_file, parse, twin_file, MirroredFile};
+use super::node_attrs::item_attrs;
+use super::{mapping, rules};
+use crate::TranslateError;
+
+/// How a file of the crate is handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Twin,
+    Verbatim,
+    Mirror,
+}
+
+/// A module to translate: input path, output path, and how.
+type Queued = (String, String, Mode);
+
+/// A whole crate's `src/` after mirroring.
+#[derive(Debug, Clone, Default)]
+pub struct CrateMirror {
+    /// Output files, paths relative to the crate root (`src/...`).
+    pub files: BTreeMap<String, String>,
+    pub rule_counts: BTreeMap<&'static str, usize>,
+    pub gaps: Vec<Gap>,
+    /// Per mirrored file, the identifiers that still name CUDA.
+    pub unmapped: BTreeMap<String, BTreeSet<String>>,
+    /// Mirrored file → the upstream file it came from.
+    pub mirrored_from: BTreeMap<String, String>,
+}
+
+/// Mirrors a crate: `sources` maps paths relative to the crate root
+/// (`src/lib.rs`, ...) to their text; `label` (`candle-core 0.11.1`) names
+/// the source in provenance lines. Rust files that no `mod` reaches are
+/// copied as they are.
+pub fn mirror_crate(sources: &BTreeMap<String, String>, label: &str) -> Result<CrateMirror, TranslateError> {
+    mirror_targets(sources, &["src/lib.rs".to_string()], label)
+}
+
+/// [`mirror_crate`] for a package of several targets: the walk starts at
+/// each root (`src/lib.rs`, `examples/llama/main.rs`, ...). A module file
+/// that two targets reach is translated once.
+pub fn mirror_targets(sources: &BTreeMap<String, String>, roots: &[String], label: &str) -> Result<CrateMirror, TranslateError> {
+    let mut out = CrateMirror::default();
+    let mut level: Vec<Queued> = roots.iter().map(|r| (r.clone(), r.clone(), Mode::Twin)).collect();
+    let mut reached = BTreeSet::new();
+    // Module by module, a level of the module tree at a time: the files of one
+    // level are translated in parallel and merged in queue order, so the result
+    // (and the first error reported) does not depend on the thread count.
+    while !level.is_empty() {
+        let done: Vec<Result<(MirroredFile, Vec<Queued>), TranslateError>> =
+            level.par_iter().map(|(input, output, mode)| mirror_module(sources, label, input, output, *mode)).collect();
+        let mut next = Vec::new();
+        for ((input, output, mode), result) in level.into_iter().zip(done) {
+            let (result, children) = result?;
+            if !reached.insert(input.clone()) && out.files.get(&output) == Some(&result.text) {
+                // a module shared by two targets (`#[path]`-free `mod common;` in one directory)
+                continue;
+            }
+            for (rule, n) in &result.rule_counts {
+                *out.rule_counts.entry(rule).or_default() += n;
+            }
+            out.gaps.extend(result.gaps.iter().cloned());
+            if mode == Mode::Mirror {
+                if !result.unmapped.is_empty() {
+                    out.unmapped.insert(output.clone(), result.unmapped.clone());
+                }
+                out.mirrored_from.insert(output.clone(), input.clone());
+            }
+            if out.files.insert(output.clone(), result.text).is_some() {
+                return Err(TranslateError::unsupported(&input, 0, "mod", format!("two modules map to {output}")));
+            }
+            next.extend(children);
+        }
+        level = next;
+    }
+    for (path, text) in sources {
+        if !reached.contains(path) && !out.files.contains_key(path) {
+            out.files.insert(path.clone(), text.clone());
+        }
+    }
+    out.gaps.sort();
+    Ok(out)
+}
+
+/// One module of [`mirror_crate`]: its translation in `mode`, and its child
+/// modules (`mod x;`) with the paths and modes they get.
+fn mirror_module(sources: &BTreeMap<String, String>, label: &str, input: &str, output: &str, mode: Mode) -> Result<(MirroredFile, Vec<Queued>), TranslateError> {
+    let source = sources.get(input).ok_or_else(|| TranslateError::unsupported(input, 0, "mod", "the module's file is missing"))?;
+    let file_label = format!("{label} {input}");
+    let untwinned = mapping::UNTWINNED_FILES.iter().find(|(path, _, _)| *path == input);
+    let result = match mode {
+        Mode::Twin if untwinned.is_some() => {
+            let (_, feature, reason) = untwinned.expect("checked");
+            MirroredFile { text: source.clone(), unmapped: BTreeSet::new(), rule_counts: BTreeMap::new(), gaps: vec![Gap::new(input, 1, "the whole file (no ROCm twins)", feature, reason)] }
+        }
+        Mode::Twin => twin_file(input, &file_label, source)?,
+        Mode::Mirror => mirror_file(input, &file_label, source)?,
+        Mode::Verbatim => MirroredFile { text: source.clone(), unmapped: BTreeSet::new(), rule_counts: BTreeMap::new(), gaps: vec![] },
+    };
+    // children: the `mod x;` declarations of the input, and what became of them
+    let declared = file_mods(input, &parse(input, source)?)?;
+    let kept: BTreeSet<String> = file_mods(output, &parse(output, &result.text)?)?.into_iter().map(|(name, _)| name).collect();
+    let mut children = Vec::new();
+    for (name, specific) in declared {
+        let Some(child_in) = child_path(input, &name, sources) else {
+            return Err(TranslateError::unsupported(input, 0, &format!("mod {name};"), "no file for this module (looked for NAME.rs and NAME/mod.rs)"));
+        };
+        let child_out = out_child_path(output, &name, &child_in);
+        let mirror_twin = |children: &mut Vec<_>| {
+            let (twin_name, _) = rules::rename(&name);
+            if kept.contains(&twin_name) {
+                children.push((child_in.clone(), out_child_path(output, &twin_name, &child_in_named(input, &name, sources)), Mode::Mirror));
+            }
+        };
+        match mode {
+            Mode::Twin if specific => {
+                children.push((child_in.clone(), child_out, Mode::Verbatim));
+                mirror_twin(&mut children);
+            }
+            Mode::Twin => children.push((child_in, child_out, Mode::Twin)),
+            Mode::Verbatim => children.push((child_in, child_out, Mode::Verbatim)),
+            Mode::Mirror => mirror_twin(&mut children),
+        }
+    }
+    Ok((result, children))
+}
+
+/// `mod x;` declarations at a file's top level: (name, CUDA-specific?).
+fn file_mods(file: &str, parsed: &syn::File) -> Result<Vec<(String, bool)>, TranslateError> {
+    let mut found = Vec::new();
+    for item in &parsed.items {
+        if let syn::Item::Mod(m) = item {
+            if m.content.is_some() {
+                continue;
+            }
+            if m.attrs.iter().any(|a| a.path().is_ident("path")) {
+                let line = m.ident.span().start().line as u32;
+                return Err(TranslateError::unsupported(file, line, &format!("#[path] mod {}", m.ident), "modules at explicit paths are not followed by the mirror"));
+            }
+            let mut item = item.clone();
+            let specific = mentions_cuda(item.to_token_stream()) && {
+                let attrs = item_attrs(&mut item).map(|a| a.iter().any(|a| a.path().is_ident("cfg") && mentions_cuda(a.meta.to_token_stream()))).unwrap_or(false);
+                attrs || is_cuda_ident(&m.ident.to_string())
+            };
+            found.push((m.ident.to_string(), specific));
+        }
+    }
+    Ok(found)
+}
+
+/// The directory a file's child modules live in.
+fn child_dir(parent: &str) -> String {
+    let (dir, name) = parent.rsplit_once('/').unwrap_or(("", parent));
+    if matches!(name, "lib.rs" | "mod.rs" | "main.rs") {
+        dir.to_string()
+    } else {
+        format!("{dir}/{}", name.trim_end_matches(".rs"))
+    }
+}
+
+fn child_path(parent: &str, name: &str, sources: &BTreeMap<String, String>) -> Option<String> {
+    let dir = child_dir(parent);
+    [format!("{dir}/{name}.rs"), format!("{dir}/{name}/mod.rs")].into_iter().find(|p| sources.contains_key(p))
+}
+
+fn child_in_named(parent: &str, name: &str, sources: &BTreeMap<String, String>) -> String {
+    child_path(parent, name, sources).unwrap_or_default()
+}
+
+/// Where a child module named `name` of the output file `parent` goes,
+/// keeping the input's file layout (`x.rs` or `x/mod.rs`).
+fn out_child_path(parent_out: &str, name: &str, child_in: &str) -> String {
+    let dir = child_dir(parent_out);
+    if child_in.ends_with("/mod.rs") {
+        format!("{dir}/{name}/mod.rs")
+    } else {
+        format!("{dir}/{name}.rs")
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sources(files: &[(&str, &str)]) -> BTreeMap<String, String> {
+        files.iter().map(|(p, t)| (p.to_string(), t.to_string())).collect()
+    }
+
+    #[test]
+    fn the_crate_walk_keeps_cuda_modules_and_mirrors_them() {
+        let src = sources(&[
+            ("src/lib.rs", "#[cfg(feature = \"cuda\")]\npub mod cuda_backend;\nmod storage;\n"),
+            ("src/cuda_backend/mod.rs", "// upstream comment\npub mod device;\n#[cfg(feature = \"cudnn\")]\npub mod cudnn;\npub use cudarc;\n"),
+            ("src/cuda_backend/device.rs", "pub struct CudaDevice(cudarc::driver::CudaStream);\n"),
+            ("src/cuda_backend/cudnn.rs", "pub fn conv() {}\n"),
+            ("src/storage.rs", "pub enum Storage { Cpu, Cuda(crate::CudaStorage) }\n"),
+            ("src/unreached.rs", "// kept\n"),
+        ]);
+        let out = mirror_crate(&src, "candle-core 9.9.9").unwrap();
+        let paths: Vec<_> = out.files.keys().map(String::as_str).collect();
+        assert_eq!(paths, ["src/cuda_backend/cudnn.rs", "src/cuda_backend/device.rs", "src/cuda_backend/mod.rs", "src/lib.rs", "src/rocm_backend/device.rs", "src/rocm_backend/mod.rs", "src/storage.rs", "src/unreached.rs"]);
+        assert_eq!(out.files["src/cuda_backend/mod.rs"], src["src/cuda_backend/mod.rs"], "the CUDA backend is kept as upstream wrote it");
+        assert!(out.files["src/rocm_backend/device.rs"].contains("pub struct RocmDevice(candle_rocm_hip::driver::HipStream);"));
+        assert!(out.files["src/rocm_backend/mod.rs"].contains("pub use candle_rocm_hip;"));
+        assert!(!out.files["src/rocm_backend/mod.rs"].contains("cudnn"));
+        assert!(out.files["src/storage.rs"].contains("Rocm(crate::RocmStorage)"));
+        assert_eq!(out.gaps.len(), 1);
+        assert_eq!((out.gaps[0].file.as_str(), out.gaps[0].feature.as_str()), ("src/cuda_backend/mod.rs", "cudnn"));
+        assert_eq!(out.mirrored_from["src/rocm_backend/device.rs"], "src/cuda_backend/device.rs");
+    }
+
+    #[test]
+    fn every_target_root_is_walked_and_untwinned_files_are_kept_as_gaps() {
+        let custom = "#[cfg(feature = \"cuda\")]\nmod cuda_kernels;\nfn main() {}\n";
+        let src = sources(&[
+            ("src/lib.rs", "pub fn f() {}\n"),
+            ("examples/a/main.rs", "mod common;\nfn main() {}\n"),
+            ("examples/a/common.rs", "#[cfg(feature = \"cuda\")]\nfn on_cuda() {}\n"),
+            ("examples/custom-ops/main.rs", custom),
+            ("examples/custom-ops/cuda_kernels.rs", "pub const K: &str = \"\";\n"),
+        ]);
+        let roots = ["src/lib.rs", "examples/a/main.rs", "examples/custom-ops/main.rs"].map(String::from);
+        let out = mirror_targets(&src, &roots, "candle-examples 9.9.9").unwrap();
+        assert!(out.files["examples/a/common.rs"].contains("fn on_rocm()"), "{}", out.files["examples/a/common.rs"]);
+        assert_eq!(out.files["examples/custom-ops/main.rs"], custom);
+        assert_eq!(out.gaps.len(), 1);
+        assert_eq!((out.gaps[0].file.as_str(), out.gaps[0].line), ("examples/custom-ops/main.rs", 1));
+    }
+
+    #[test]
+    fn a_missing_module_file_is_an_error() {
+        let err = mirror_crate(&sources(&[("src/lib.rs", "mod gone;\n")]), "x").unwrap_err().to_string();
+        assert!(err.starts_with("src/lib.rs:0: mod gone;: no file"), "{err}");
+    }
+
+}
