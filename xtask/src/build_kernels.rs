@@ -17,7 +17,9 @@ use hip_build::parity::{self, Reference};
 use hip_build::{compile_all_with_progress, plan, Hipcc};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::{kernel_warnings, rocm_root, tree, upstream, workspace_root};
+use crate::rocm;
+use crate::{kernel_warnings, tree, workspace::workspace_root};
+use crate::regen::upstream;
 
 #[derive(Args, Debug)]
 pub struct BuildArgs {
@@ -62,7 +64,7 @@ pub fn run(args: BuildArgs) -> Result<ExitCode> {
         list => list.to_vec(),
     };
     let (hipcc, release) = match &args.rocm {
-        Some(release) => (Hipcc::at(rocm_root::ensure(release, None, None)?.hipcc()), release.clone()),
+        Some(release) => (Hipcc::at(rocm::root::ensure(release, None, None)?.hipcc()), release.clone()),
         None => {
             let hipcc = Hipcc::locate()?;
             let version = hipcc.version()?;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
 
-use crate::upstream::{self, CandlePin};
+use crate::regen::upstream::{self, CandlePin};
 
 /// Makes `dest` (emptied first) a checkout-shaped tree of release `version`.
 pub fn make(pin: &CandlePin, version: &str, dest: &Path) -> Result<PathBuf> {

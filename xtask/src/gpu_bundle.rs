@@ -53,7 +53,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use crate::test_artifacts::test_artifacts;
-use crate::{rocm_abi, rocm_root, workspace_root};
+use crate::{rocm, workspace::workspace_root};
 
 /// What can be carried to the GPU machine (the `device` tool's limit).
 const BUNDLE_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
@@ -492,7 +492,7 @@ fn collect_sizes(base: &Path, dir: &Path, out: &mut Vec<(String, u64)>) -> Resul
 /// `target/rocm/7.2/root`, where `cargo xtask rocm-root 7.2` makes the root.
 fn default_rocm_root() -> PathBuf {
     // relative to the workspace root: where `cargo xtask rocm-root 7.2` makes it
-    rocm_root::RocmRoot { release: ROCM_RELEASE.into(), dir: rocm_root::default_dir(Path::new(""), ROCM_RELEASE) }.root()
+    rocm::root::RocmRoot { release: ROCM_RELEASE.into(), dir: rocm::root::default_dir(Path::new(""), ROCM_RELEASE) }.root()
 }
 
 /// The ROCm 7.2 root and the paths of its four libraries (in `LIBRARIES`'
@@ -788,8 +788,8 @@ fn check_imports(binaries: &[TestBinary], forwarder: &Path, link_dir: &Path) -> 
     let paths: Vec<PathBuf> = binaries.iter().map(|b| b.path.clone()).collect();
     let linked: Vec<PathBuf> = LIBRARIES.iter().map(|l| link_dir.join(l.soname)).collect();
     // the sonames they need and every ROCm import, against the libraries they were linked against
-    let report = rocm_abi::check(&paths, &linked)?;
-    let forwarded = rocm_abi::read(forwarder)?;
+    let report = rocm::abi::check(&paths, &linked)?;
+    let forwarded = rocm::abi::read(forwarder)?;
     let mut errors: Vec<String> = report.problems.iter().map(|(b, missing)| format!("{}: {} (not in {})", b.display(), missing.join(", "), link_dir.display())).collect();
     errors.extend(report.imported.keys().filter(|s| !forwarded.exports.contains(s)).map(|s| format!("{s}: imported, not defined by the forwarder (with that version)")));
     if !errors.is_empty() {

@@ -7,9 +7,9 @@
 //! * `parity` regenerates and prints `generated/PARITY.md`.
 //! * `build-kernels` compiles `generated/kernels` for AMD GPUs with hipcc.
 //! * `gpu-bundle` builds what the GPU run on the NVIDIA machine needs (`gpu_bundle`).
-//! * `rocm-root` provisions a pinned ROCm release in a sid root (`rocm_root`);
+//! * `rocm-root` provisions a pinned ROCm release in a sid root (`rocm::root`);
 //!   `rocm-backend` builds, links and tests the generated packages there and
-//!   checks their imports against the release's libraries (`rocm_backend`, `rocm_abi`).
+//!   checks their imports against the release's libraries (`rocm::backend`, `rocm::abi`).
 //! * `releases` runs every Candle release from 0.9.0 (and checkouts) through
 //!   regen, the kernels' build and the backend's type check (`releases`,
 //!   `checkout_shape`).
@@ -17,26 +17,16 @@
 
 mod bench;
 mod build_kernels;
-mod example_parity;
 mod checkout_shape;
-mod fingerprint;
 mod gpu_bundle;
-mod hipify;
 mod kernel_warnings;
-mod manifest;
-mod parity;
 mod regen;
 mod releases;
-mod rocm_abi;
-mod rocm_backend;
-mod rocm_root;
-mod steps;
+mod rocm;
 mod test_artifacts;
 mod tree;
-mod upstream;
-mod workspace_manifest;
+mod workspace;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -64,10 +54,10 @@ enum Command {
     /// Build the forwarding runtime and the ROCm test binaries to carry to the NVIDIA machine.
     GpuBundle(gpu_bundle::BundleArgs),
     /// Make (or reuse) a Debian sid root holding a pinned ROCm release (rocm-releases.toml), with a hipcc that runs in it.
-    RocmRoot(rocm_root::RootArgs),
+    RocmRoot(rocm::root::RootArgs),
     /// Build, link and test generated candle-core and candle-nn (feature rocm) inside a ROCm release's root,
     /// and check every ROCm symbol the binaries import against that release's libraries.
-    RocmBackend(rocm_backend::BackendArgs),
+    RocmBackend(rocm::backend::BackendArgs),
     /// Every Candle release from 0.9.0 through the pin (and checkouts) through regen, the kernels' AMD build and
     /// the backend's type check: one table row each.
     Releases(releases::ReleasesArgs),
@@ -87,11 +77,11 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Regen(args) => regen::run(args),
-        Command::Parity(args) => parity::run(args),
+        Command::Parity(args) => regen::run_parity(args),
         Command::BuildKernels(args) => build_kernels::run(args),
         Command::GpuBundle(args) => gpu_bundle::run(args),
-        Command::RocmRoot(args) => rocm_root::run(args),
-        Command::RocmBackend(args) => rocm_backend::run(args),
+        Command::RocmRoot(args) => rocm::root::run(args),
+        Command::RocmBackend(args) => rocm::backend::run(args),
         Command::Releases(args) => releases::run(args),
         Command::Bench(command) => bench::run(command),
     };
@@ -102,18 +92,4 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The workspace root: where xtask was built (it lives one level below it),
-/// or, for a binary carried to another machine (the GPU machine has no Rust
-/// toolchain), the nearest directory above the current one that holds
-/// upstream.toml and xtask/.
-pub fn workspace_root() -> PathBuf {
-    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask has a parent").to_path_buf();
-    let is_root = |d: &std::path::Path| d.join(upstream::CONFIG).is_file() && d.join("xtask").is_dir();
-    if is_root(&built) {
-        return built;
-    }
-    let cwd = std::env::current_dir().unwrap_or_default();
-    cwd.ancestors().find(|d| is_root(d)).map(|d| d.to_path_buf()).unwrap_or(built)
 }

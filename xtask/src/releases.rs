@@ -16,7 +16,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use crate::{checkout_shape, upstream, workspace_root};
+use crate::{checkout_shape, workspace::workspace_root};
+use crate::regen::upstream;
 
 /// The crates.io releases of candle-core, candle-kernels and candle-nn from
 /// 0.9.0 through the pin, pre-releases included (as the index lists them).
@@ -314,7 +315,7 @@ mod tests {
     #[test]
     fn the_list_ends_at_the_pin() {
         // bumping upstream.toml's version without adding the release here would leave it out of the table
-        let pin = crate::upstream::load_config(&crate::workspace_root()).unwrap().candle.version;
+        let pin = crate::regen::upstream::load_config(&crate::workspace::workspace_root()).unwrap().candle.version;
         assert_eq!(RELEASES.last().copied(), Some(pin.as_str()), "add {pin} (and any release before it) to RELEASES");
     }
 

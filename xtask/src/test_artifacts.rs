@@ -1,6 +1,6 @@
 //! The test executables in cargo's JSON messages (`cargo test --no-run
 //! --message-format=json…`), for the commands that build test binaries to
-//! check or carry them (`gpu_bundle`, `rocm_backend`).
+//! check or carry them (`gpu_bundle`, `rocm::backend`).
 
 use std::path::PathBuf;
 

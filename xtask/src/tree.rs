@@ -193,7 +193,7 @@ pub fn unified_diff(path: &str, old: &[u8], new: &[u8], max_lines: usize) -> Str
 
 /// `path` relative to the workspace when it is inside it (for messages).
 pub fn shown(path: &Path) -> PathBuf {
-    path.strip_prefix(crate::workspace_root()).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf())
+    path.strip_prefix(crate::workspace::workspace_root()).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf())
 }
 
 #[cfg(test)]

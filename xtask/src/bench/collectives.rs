@@ -4,7 +4,7 @@
 //! tokens/s on one and N GPUs (`tensor-parallel-speed-worldN-h100.tsv`); each world measured
 //! is shown, smallest first.
 
-use super::report::{markdown_table, notes};
+use super::table::{markdown_table, notes};
 use super::results::Table;
 use anyhow::Result;
 use std::fmt::Write;

@@ -16,7 +16,7 @@ use clap::Args;
 
 use super::results::{fmt3, this_machine, Table};
 use super::timing::{time_command, Runs};
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 #[derive(Args, Debug)]
 pub struct KernelBuildArgs {

@@ -29,7 +29,8 @@ use hip_build::{code_object, compile_all_with_progress, plan, Hipcc};
 use rayon::prelude::*;
 
 use super::results::Table;
-use crate::{upstream, workspace_root};
+use crate::workspace::workspace_root;
+use crate::regen::upstream;
 
 #[derive(Args, Debug)]
 pub struct KernelResourcesArgs {
@@ -132,7 +133,7 @@ pub fn run(args: KernelResourcesArgs) -> Result<ExitCode> {
         .iter()
         .map(|a| arch_limits(a).with_context(|| format!("{a} is not in hip_build::occupancy::AMD_ARCH_LIMITS (known: {})", AMD_ARCH_LIMITS.iter().map(|l| l.arch).collect::<Vec<_>>().join(", "))))
         .collect::<Result<_>>()?;
-    let rocm_root = args.rocm.as_deref().map(|r| crate::rocm_root::ensure(r, None, None)).transpose()?;
+    let rocm_root = args.rocm.as_deref().map(|r| crate::rocm::root::ensure(r, None, None)).transpose()?;
     let hipcc = match (&args.hipcc, &rocm_root) {
         (Some(p), _) => Hipcc::at(at(p)),
         (None, Some(r)) => Hipcc::at(r.hipcc()),

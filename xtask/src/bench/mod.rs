@@ -10,7 +10,8 @@
 //! * `numerics`: the numerics sections (quantized matmul error, teacher-forced logits) of `report`;
 //! * `collectives`: the collectives section (all-reduce bandwidth through our RCCL layer and
 //!   NCCL, tensor-parallel tokens/s) of `report`;
-//! * `report`: BENCHMARKS.md and bench/ratios.png from the result files (`report`).
+//! * `report`: BENCHMARKS.md and bench/ratios.png from the result files (`report`; the
+//!   sections' markdown helpers in `table`).
 //!
 //! The GPU figures (kernel throughput, backend end to end) come from the
 //! scripts under bench/kernels and bench/backend, run on the GPU machine;
@@ -24,6 +25,7 @@ pub mod regen;
 pub mod report;
 pub mod results;
 pub mod static_cost;
+pub mod table;
 pub mod timing;
 
 use std::process::ExitCode;

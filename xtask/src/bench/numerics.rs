@@ -2,7 +2,7 @@
 //! GPU machine: the quantized-matmul error table (`qmatmul-h100.tsv`) and the teacher-forced
 //! logits of the examples harness's made-up LLMs (`teacher-forced-h100.tsv`).
 
-use super::report::{markdown_table, notes};
+use super::table::{markdown_table, notes};
 use super::results::Table;
 use anyhow::Result;
 use std::fmt::Write;

@@ -12,7 +12,8 @@ use clap::Args;
 
 use super::results::{fmt3, this_machine, Table};
 use super::timing::{time_command, Runs};
-use crate::{hipify, upstream, workspace_root};
+use crate::workspace::workspace_root;
+use crate::regen::{hipify, upstream};
 
 #[derive(Args, Debug)]
 pub struct RegenBenchArgs {
@@ -55,7 +56,7 @@ pub fn run(args: RegenBenchArgs) -> Result<ExitCode> {
         let mut c = Command::new(&exe);
         c.arg("regen").arg("--out").arg(out).args(extra);
         // the fingerprint records of these scratch outputs stay in the scratch directory
-        c.env(crate::fingerprint::STATE_DIR_ENV, work.path().join("state"));
+        c.env(crate::regen::fingerprint::STATE_DIR_ENV, work.path().join("state"));
         if let Some(src) = &args.candle_src {
             c.arg("--candle-src").arg(src);
         }
@@ -83,11 +84,11 @@ pub fn run(args: RegenBenchArgs) -> Result<ExitCode> {
     record(&mut table, "candle-rocm regen", "no-op, translating: --check", &check);
 
     // the kernel translation alone, in this process: what torch.utils.hipify's call does
-    let step_input = crate::steps::StepInput { upstream: &up, rocm_crates: Default::default() };
+    let step_input = crate::regen::steps::StepInput { upstream: &up, rocm_crates: Default::default() };
     let mut seconds = Vec::with_capacity(n);
     for i in 0..w + n {
         let start = std::time::Instant::now();
-        crate::steps::kernels(&step_input)?;
+        crate::regen::steps::kernels(&step_input)?;
         if i >= w {
             seconds.push(start.elapsed().as_secs_f64());
         }

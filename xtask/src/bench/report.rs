@@ -10,7 +10,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use super::results::{fmt3, Table};
-use crate::workspace_root;
+use super::table::{markdown_table, notes};
+use crate::workspace::workspace_root;
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
@@ -127,25 +128,6 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
     std::fs::write(&out, &md).with_context(|| format!("writing {}", out.display()))?;
     println!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
-}
-
-/// The `# key: value` lines of a result file, as a list.
-pub(super) fn notes(md: &mut String, t: &Table) -> Result<()> {
-    for (k, v) in &t.notes {
-        writeln!(md, "- {k}: {v}")?;
-    }
-    md.push('\n');
-    Ok(())
-}
-
-pub(super) fn markdown_table(md: &mut String, header: &[&str], rows: &[Vec<String>]) -> Result<()> {
-    writeln!(md, "| {} |", header.join(" | "))?;
-    writeln!(md, "|{}", "---|".repeat(header.len()))?;
-    for r in rows {
-        writeln!(md, "| {} |", r.join(" | "))?;
-    }
-    md.push('\n');
-    Ok(())
 }
 
 fn simple_section(md: &mut String, (name, command): (&str, &str), t: &Table, columns: &[&str]) -> Result<()> {

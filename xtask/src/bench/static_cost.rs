@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use hip_build::occupancy::AMD_ARCH_LIMITS;
 
-use super::report::markdown_table;
+use super::table::markdown_table;
 use super::results::Table;
 
 const COMMAND: &str = "cargo xtask bench kernel-resources";

@@ -1,12 +1,12 @@
 //! `cargo xtask rocm-backend --rocm RELEASE`: the generated candle-core and
 //! candle-nn, feature `rocm`, built and linked inside a ROCm release's root
-//! (`rocm_root`) against that release's libamdhip64, rocBLAS and rocRAND, with
+//! (`rocm::root`) against that release's libamdhip64, rocBLAS and rocRAND, with
 //! its hipcc compiling the kernels, and the HIP layer's tests (with its
 //! feature `rccl`, linked against RCCL, where the release pins `librccl.so.1`);
 //! then their test suites run there (no GPU: the CPU tests run, every ROCm
 //! test says it skipped), and every HIP/rocBLAS/rocRAND/RCCL symbol the built
 //! binaries import is checked against what the release's libraries export
-//! (`rocm_abi`).
+//! (`rocm::abi`).
 //!
 //! The build uses the root's own cargo and rustc (sid's), a target directory
 //! of its own (`target/rocm/RELEASE/cargo-target`) and the host's cargo home
@@ -18,9 +18,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::rocm_root::{self, Release, Releases, RocmRoot};
+use crate::rocm::root::{Release, Releases, RocmRoot};
 use crate::test_artifacts::test_artifacts;
-use crate::{rocm_abi, workspace_root};
+use crate::rocm;
+use crate::workspace::workspace_root;
 
 #[derive(clap::Args, Debug)]
 pub struct BackendArgs {
@@ -64,7 +65,7 @@ pub fn run(args: BackendArgs) -> Result<ExitCode> {
     let workspace = workspace_root();
     let (releases, _) = Releases::load(&workspace)?;
     let release = releases.get(&args.rocm)?;
-    let root = rocm_root::ensure(&args.rocm, None, None)?;
+    let root = rocm::root::ensure(&args.rocm, None, None)?;
     let target_dir = root.dir.join("cargo-target");
     let mut binaries = Vec::new();
     for (manifest, selection, _) in packages(release) {
@@ -74,7 +75,7 @@ pub fn run(args: BackendArgs) -> Result<ExitCode> {
         binaries.extend(built);
     }
     let libraries: Vec<PathBuf> = release.sonames.iter().map(|s| root.lib_dir().join(s)).collect();
-    let report = rocm_abi::check(&binaries, &libraries)?;
+    let report = rocm::abi::check(&binaries, &libraries)?;
     print!("{report}");
     if !report.is_complete() {
         bail!("the built binaries import symbols ROCm {} does not export (above)", args.rocm);

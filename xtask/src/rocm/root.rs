@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 /// The release pins, at the workspace root.
 pub const RELEASES_FILE: &str = "rocm-releases.toml";

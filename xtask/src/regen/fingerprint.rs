@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
 use crate::tree::{self, Tree};
-use crate::upstream::Upstream;
+use crate::regen::upstream::Upstream;
 
 /// What one regen depended on and what it wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]

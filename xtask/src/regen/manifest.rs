@@ -6,9 +6,9 @@ use std::fmt::Write;
 
 use sha2::{Digest, Sha256};
 
-use crate::steps::StepOutput;
+use crate::regen::steps::StepOutput;
 use crate::tree::Tree;
-use crate::upstream::{CrateSource, Upstream};
+use crate::regen::upstream::{CrateSource, Upstream};
 
 pub const MANIFEST: &str = "MANIFEST.toml";
 pub const NOTICE: &str = "NOTICE.md";
@@ -165,7 +165,7 @@ pub fn changes_since(previous: &str, current: &[u8]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::upstream::Origin;
+    use crate::regen::upstream::Origin;
     use std::path::PathBuf;
 
     fn upstream() -> Upstream {

@@ -30,15 +30,6 @@ use crate::tree::Tree;
 /// The file's path in generated/.
 pub const PARITY: &str = "PARITY.md";
 
-/// `cargo xtask parity`: regenerates (as `regen` does, atomically) and
-/// prints PARITY.md.
-pub fn run(args: crate::regen::RegenArgs) -> anyhow::Result<std::process::ExitCode> {
-    let out = args.out_dir();
-    let code = crate::regen::run(args)?;
-    let text = std::fs::read_to_string(out.join(PARITY)).map_err(|e| anyhow::anyhow!("reading {}: {e}", out.join(PARITY).display()))?;
-    println!("{text}");
-    Ok(code)
-}
 
 /// One row: a CUDA item and what the ROCm side has.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -233,7 +224,7 @@ pub fn render(tree: &Tree, inputs: &[String], gaps: &[Gap]) -> String {
     for g in gaps {
         let _ = writeln!(s, "- `{}:{}` {} (feature `{}`): {}", g.file, g.line, g.construct.replace('`', "'"), g.feature, g.reason);
     }
-    s.push_str(&crate::example_parity::render(tree, gaps));
+    s.push_str(&crate::regen::example_parity::render(tree, gaps));
     s
 }
 

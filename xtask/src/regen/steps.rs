@@ -18,8 +18,9 @@ use translator::TreeFile;
 
 use translator::backend::Gap;
 
-use crate::upstream::{CrateSource, Origin, Upstream};
-use crate::{hipify, tree};
+use crate::regen::upstream::{CrateSource, Origin, Upstream};
+use crate::tree;
+use crate::regen::hipify;
 
 /// What one step read and made.
 #[derive(Debug, Clone, Default)]
@@ -207,7 +208,7 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str, sh
     let manifest_text = String::from_utf8(files.get("Cargo.toml").cloned().with_context(|| format!("{} has no Cargo.toml", krate.name))?).map_err(|_| anyhow!("{}/Cargo.toml: not UTF-8", krate.name))?;
     let manifest_text = match &input.upstream.origin {
         // a checkout's member manifest inherits from the checkout's root manifest
-        Origin::Checkout(dir) => crate::workspace_manifest::resolve_in_checkout(&manifest_text, dir, &krate.root)?,
+        Origin::Checkout(dir) => crate::regen::workspace_manifest::resolve_in_checkout(&manifest_text, dir, &krate.root)?,
         Origin::CratesIo => manifest_text,
     };
     let roots = target_roots(&manifest_text, &files);

@@ -6,6 +6,15 @@
 //! what is on disk). Nothing is written before the whole tree exists, so any
 //! failure leaves the output directory as it was.
 
+pub mod example_parity;
+pub mod fingerprint;
+pub mod hipify;
+pub mod manifest;
+pub mod parity;
+pub mod steps;
+pub mod upstream;
+pub mod workspace_manifest;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,11 +24,10 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use rayon::prelude::*;
 
-use crate::{fingerprint, hipify, manifest};
-use crate::steps::{StepInput, StepOutput, STEPS};
+use steps::{StepInput, StepOutput, STEPS};
 use crate::tree::{self, Tree};
-use crate::upstream::{self, Upstream};
-use crate::workspace_root;
+use upstream::Upstream;
+use crate::workspace::workspace_root;
 
 #[derive(Args, Debug)]
 pub struct RegenArgs {
@@ -160,7 +168,7 @@ pub fn assemble(upstream: &Upstream, static_library: &[String], steps: &[StepOut
     tree.insert(manifest::NOTICE.to_string(), manifest::render_notice(upstream, &license_files).into_bytes());
     let inputs: Vec<String> = steps.iter().flat_map(|s| s.inputs.iter().map(|(p, _)| p.clone())).collect();
     let gaps: Vec<translator::backend::Gap> = steps.iter().flat_map(|s| s.gaps.iter().cloned()).collect();
-    tree.insert(crate::parity::PARITY.to_string(), crate::parity::render(&tree, &inputs, &gaps).into_bytes());
+    tree.insert(parity::PARITY.to_string(), parity::render(&tree, &inputs, &gaps).into_bytes());
     let rendered = manifest::render_manifest(upstream, static_library, steps, &tree);
     tree.insert(manifest::MANIFEST.to_string(), rendered.into_bytes());
     Ok(tree)
@@ -199,10 +207,20 @@ fn report(upstream: &Upstream, steps: &[StepOutput], tree: &Tree, label: &str, s
     println!("  wall time: {:.2}s", start.elapsed().as_secs_f64());
 }
 
+/// `cargo xtask parity`: regenerates (as `regen` does, atomically) and
+/// prints PARITY.md.
+pub fn run_parity(args: RegenArgs) -> anyhow::Result<std::process::ExitCode> {
+    let out = args.out_dir();
+    let code = run(args)?;
+    let text = std::fs::read_to_string(out.join(parity::PARITY)).map_err(|e| anyhow::anyhow!("reading {}: {e}", out.join(parity::PARITY).display()))?;
+    println!("{text}");
+    Ok(code)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::upstream::{CrateSource, Origin};
+    use crate::regen::upstream::{CrateSource, Origin};
 
     fn upstream(dir: &Path) -> Upstream {
         let c = |name: &str| {

@@ -1,0 +1,19 @@
+//! Where the workspace is, for every command that reads or writes in it.
+
+use std::path::PathBuf;
+
+use crate::regen::upstream;
+
+/// The workspace root: where xtask was built (it lives one level below it),
+/// or, for a binary carried to another machine (the GPU machine has no Rust
+/// toolchain), the nearest directory above the current one that holds
+/// upstream.toml and xtask/.
+pub fn workspace_root() -> PathBuf {
+    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask has a parent").to_path_buf();
+    let is_root = |d: &std::path::Path| d.join(upstream::CONFIG).is_file() && d.join("xtask").is_dir();
+    if is_root(&built) {
+        return built;
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    cwd.ancestors().find(|d| is_root(d)).map(|d| d.to_path_buf()).unwrap_or(built)
+}
