@@ -1,13 +1,13 @@
 //! `cargo xtask`: the commands a maintainer runs after a Candle release.
 //!
 //! * `regen` translates the pinned Candle release into `generated/`
-//!   (modules: `upstream` finds the sources, `hipify` the optional first
-//!   pass, `steps` the translation steps, `tree` the atomic write and the
-//!   check, `manifest` MANIFEST.toml and NOTICE.md, `regen` the command).
+//!   (`regen/`: `upstream` finds the sources, `hipify` the optional first
+//!   pass, `steps` the translation steps, `manifest` MANIFEST.toml and
+//!   NOTICE.md, `parity` PARITY.md; `tree` the atomic write and the check).
 //! * `parity` regenerates and prints `generated/PARITY.md`.
 //! * `build-kernels` compiles `generated/kernels` for AMD GPUs with hipcc.
 //! * `gpu-bundle` builds what the GPU run on the NVIDIA machine needs (`gpu_bundle`).
-//! * `rocm-root` provisions a pinned ROCm release in a sid root (`rocm::root`);
+//! * `rocm-root` provisions a pinned ROCm release in a sid root (`rocm/`: `root`);
 //!   `rocm-backend` builds, links and tests the generated packages there and
 //!   checks their imports against the release's libraries (`rocm::backend`, `rocm::abi`).
 //! * `releases` runs every Candle release from 0.9.0 (and checkouts) through

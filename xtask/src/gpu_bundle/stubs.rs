@@ -1,49 +1,8 @@
-//! `cargo xtask gpu-bundle`: builds, on this (CPU) machine, everything the GPU
-//! run needs that must be compiled with Rust, into one folder to carry to the
-//! NVIDIA machine (which has no Rust toolchain):
-//!
-//! * `lib/libamdhip64.so.7`: the forwarding runtime (`hip-on-cuda`), which
-//!   exports the HIP runtime, rocBLAS, rocRAND and RCCL entry points over
-//!   CUDA (RCCL's over NCCL), with ROCm 7.2's soname and symbol version nodes;
-//!   `lib/librocblas.so.5`, `lib/librocrand.so.1` and `lib/librccl.so.1`:
-//!   empty libraries with those sonames that depend on it, so that every
-//!   rocBLAS/rocRAND/RCCL reference binds to the one forwarder (one copy of
-//!   its state);
-//! * `bin/<group>/<test>`: the test binaries of candle-core and candle-nn
-//!   (their libraries and every upstream test file), of the parity tests in
-//!   `tests/scratch-rocm`, of the tensor-parallel program (`tests/tensor-parallel`:
-//!   its one-device shard check) and of the HIP layer, built with feature `rocm`
-//!   (the HIP layer with its feature `rccl`: its communicator tests);
-//! * `tests.tsv`: for each binary its group and the directory it runs in
-//!   (relative to the repository root: upstream tests read data files);
-//! * `BUNDLE.txt`: what was built, from which commit, against what, and the sizes;
-//!
-//! and packs the folder into `<out>.tar.xz` (the test binaries share most of
-//! their code, so it packs to about a tenth): that file is what is carried.
-//!
-//! **The binaries have the ABI of a user's build against ROCm 7.2**: they are
-//! linked against stub libraries made from the export lists (names, ELF symbol
-//! versions, kinds, bindings) of ROCm 7.2's `libamdhip64.so.7`,
-//! `librocblas.so.5`, `librocrand.so.1` and `librccl.so.1`, read from a ROCm 7.2 root
-//! (`--rocm-root`, default `target/rocm/7.2/root`, made by `cargo xtask
-//! rocm-root 7.2`), so they record `DT_NEEDED libamdhip64.so.7` and
-//! `hipMalloc@hip_4.2` exactly as a binary linked on a ROCm 7.2 machine does.
-//! Stubs rather than the real libraries: those need the root's glibc (2.43),
-//! and the binaries must start on the GPU machine (glibc 2.39). Without the
-//! default root the binaries are linked against stubs made from the forwarder's
-//! own exports (which present the same sonames and version nodes), and
-//! `BUNDLE.txt` says so. Either way every binary's HIP/rocBLAS/rocRAND imports
-//! are then checked against the forwarder (and the 7.2 libraries when linked
-//! against them): same name, same version.
-//!
-//! `--link-only DIR` stops after the link directory: it lays DIR out as the
-//! bundle's `lib/` and prints the build environment, for a binary built
-//! elsewhere the same way (the backend benchmark, `bench/backend/build.sh`),
-//! whose imports `--check-imports BIN` then checks as the bundle's.
-//!
-//! The kernels are not in the bundle: `hip-on-cuda/run-gpu-tests.sh` compiles
-//! `generated/kernels` with nvcc on the GPU machine and points the binaries at
-//! the result (`CANDLE_ROCM_CODE_OBJECTS_DIR`, `libcandle_rocm_launchers.so`).
+//! The ROCm 7.2 libraries the binaries are linked against and load: stubs made
+//! from export lists (of a ROCm 7.2 root's libraries, or of the forwarder's
+//! own exports) in the link directory, the bundle's `lib/` (the forwarder and
+//! the empty libraries that depend on it), and the check of the binaries'
+//! imports against the forwarder.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -52,11 +11,8 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use crate::test_artifacts::test_artifacts;
-use crate::{rocm, workspace::workspace_root};
-
-/// What can be carried to the GPU machine (the `device` tool's limit).
-const BUNDLE_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
+use super::binaries::TestBinary;
+use crate::rocm;
 
 /// The ROCm release whose ABI the binaries are linked against (what users run).
 const ROCM_RELEASE: &str = "7.2";
@@ -64,7 +20,7 @@ const ROCM_RELEASE: &str = "7.2";
 /// runtime, rocBLAS, rocRAND, RCCL, with the `-l` name candle-rocm-hip's build
 /// script links each by and the prefix of the entry points the forwarder
 /// implements for it (RCCL keeps NCCL's names; `pnccl` are its profiling aliases).
-const LIBRARIES: [RocmLibrary; 4] = [
+pub const LIBRARIES: [RocmLibrary; 4] = [
     RocmLibrary { link_name: "amdhip64", soname: "libamdhip64.so.7", prefixes: &["hip", "__hip"] },
     RocmLibrary { link_name: "rocblas", soname: "librocblas.so.5", prefixes: &["rocblas_"] },
     RocmLibrary { link_name: "rocrand", soname: "librocrand.so.1", prefixes: &["rocrand_"] },
@@ -73,9 +29,9 @@ const LIBRARIES: [RocmLibrary; 4] = [
 /// Where the ROCm 7.2 root's libraries are, below the root.
 const ROOT_LIB_DIRS: [&str; 3] = ["usr/lib/x86_64-linux-gnu", "opt/rocm/lib", "usr/lib"];
 
-struct RocmLibrary {
+pub struct RocmLibrary {
     link_name: &'static str,
-    soname: &'static str,
+    pub soname: &'static str,
     prefixes: &'static [&'static str],
 }
 
@@ -85,72 +41,19 @@ impl RocmLibrary {
     }
 }
 
-#[derive(clap::Args)]
-pub struct BundleArgs {
-    /// Where the bundle is written (replaced).
-    #[arg(long, default_value = "target/gpu-bundle/bundle")]
-    out: PathBuf,
-    /// AMD arches the (unused on NVIDIA) embedded code objects are built for.
-    #[arg(long, default_value = "gfx90a")]
-    archs: String,
-    /// A ROCm 7.2 root (`cargo xtask rocm-root 7.2`; its libraries in
-    /// usr/lib/x86_64-linux-gnu): the binaries are linked against stubs of its
-    /// libamdhip64.so.7, librocblas.so.5, librocrand.so.1 and librccl.so.1. Default
-    /// target/rocm/7.2/root; when that has not been made, the stubs are made
-    /// from the forwarder's own exports instead (BUNDLE.txt says which). A root
-    /// named here must exist.
-    #[arg(long)]
-    rocm_root: Option<PathBuf>,
-    /// Prepare only what a binary built elsewhere and linked as the bundle's
-    /// binaries are needs (bench/backend/build.sh): the forwarder, the stub
-    /// link directory, and DIR laid out as the bundle's lib/ (the forwarder
-    /// as libamdhip64.so.7, librocblas.so.5, librocrand.so.1, librccl.so.1); prints the
-    /// environment the bundle's binaries are built with, one KEY=VALUE line
-    /// each. No test binaries, no bundle.
-    #[arg(long, value_name = "DIR")]
-    link_only: Option<PathBuf>,
-    /// With --link-only: binaries built with that environment, whose
-    /// HIP/rocBLAS/rocRAND imports are checked as the bundle's binaries' are.
-    #[arg(long, value_name = "BIN", requires = "link_only", num_args = 1..)]
-    check_imports: Vec<PathBuf>,
+/// The link directory: the stubs the binaries are linked against, what they
+/// were made from (for BUNDLE.txt), and the forwarder's version nodes.
+pub struct LinkDir {
+    pub dir: PathBuf,
+    pub linked_against: String,
+    pub forwarder_nodes: Vec<(String, Option<String>)>,
 }
 
-/// One cargo invocation that builds test binaries.
-struct TestBuild {
-    group: &'static str,
-    /// Manifest, relative to the repository root.
-    manifest: &'static str,
-    /// Extra cargo arguments (target selection, features).
-    args: Vec<String>,
-}
-
-/// One built test binary.
-struct TestBinary {
-    group: &'static str,
-    name: String,
-    path: PathBuf,
-    /// The package directory, relative to the repository root: the tests' working directory.
-    cwd: String,
-}
-
-pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
-    let root = workspace_root();
-    let out = if args.out.is_absolute() {
-        args.out.clone()
-    } else {
-        root.join(&args.out)
-    };
-    let build_dir = root.join("target/gpu-bundle");
-    let target_dir = build_dir.clone();
-
-    eprintln!("== the forwarding runtime (hip-on-cuda), release");
-    cargo(&root, &["build", "--release", "-p", "hip-on-cuda"], &[])?;
-    let forwarder = root.join("target/release/libamdhip64.so");
-    if !forwarder.is_file() {
-        bail!("{} was not built", forwarder.display());
-    }
-
-    let forwarder_exports = read_exports(&forwarder)?;
+/// Reads the forwarder's exports and writes the stubs of the four libraries
+/// below `build_dir` (those of the ROCm 7.2 root `rocm_root` or at the default
+/// place, else of the forwarder's own exports).
+pub fn link_dir(root: &Path, build_dir: &Path, rocm_root: Option<&Path>, forwarder: &Path) -> Result<LinkDir> {
+    let forwarder_exports = read_exports(forwarder)?;
     if forwarder_exports.soname != LIBRARIES[0].soname {
         bail!("{} has soname {}, not {} (hip-on-cuda/build.rs)", forwarder.display(), forwarder_exports.soname, LIBRARIES[0].soname);
     }
@@ -158,7 +61,7 @@ pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
     // The libraries the binaries are linked against (candle-rocm-hip's build
     // script links amdhip64, rocblas and rocrand from CANDLE_ROCM_LIB_DIR):
     // stubs with the sonames and exports of ROCm 7.2's, or of the forwarder.
-    let (rocm_libs, linked_against, link_dir) = match rocm_root_libraries(&root, args.rocm_root.as_deref())? {
+    let (rocm_libs, linked_against, link_dir) = match rocm_root_libraries(root, rocm_root)? {
         Some((rocm_root, libs)) => {
             let mut exports = Vec::new();
             for path in &libs {
@@ -202,289 +105,17 @@ pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
         write_stub(&lib, library, exports)?;
     }
     eprintln!("== linked against {linked_against}");
-
-    let lib_str = lib.display().to_string();
-    let env: Vec<(&str, &str)> = vec![
-        ("CANDLE_ROCM_LIB_DIR", lib_str.as_str()),
-        ("CANDLE_ROCM_LINK_ROCBLAS", "1"),
-        ("CANDLE_ROCM_LINK_ROCRAND", "1"),
-        ("CANDLE_ROCM_ARCHS", args.archs.as_str()),
-        ("CANDLE_ROCM_LAUNCHERS", "shared"),
-        ("CARGO_PROFILE_RELEASE_DEBUG", "false"),
-        ("CARGO_PROFILE_RELEASE_STRIP", "symbols"),
-    ];
-    if let Some(dir) = &args.link_only {
-        bundle_lib(&forwarder, &root.join(dir))?;
-        if !args.check_imports.is_empty() {
-            let binaries: Vec<TestBinary> = args
-                .check_imports
-                .iter()
-                .map(|path| TestBinary {
-                    group: "checked",
-                    name: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-                    path: path.clone(),
-                    cwd: String::new(),
-                })
-                .collect();
-            eprintln!("{}", check_imports(&binaries, &forwarder, &lib)?);
-        }
-        for (key, value) in &env {
-            println!("{key}={value}");
-        }
-        return Ok(std::process::ExitCode::SUCCESS);
-    }
-    // candle-core: its whole suite (the library's tests and every upstream test file).
-    let core_args: Vec<String> = vec!["--features".into(), "rocm".into(), "--lib".into(), "--tests".into()];
-    let builds = [
-        TestBuild {
-            group: "candle-core",
-            manifest: "generated/candle-core/Cargo.toml",
-            args: core_args,
-        },
-        // candle-nn: its suite (upstream's tests are CPU tests; its ROCm ops are
-        // compared with the CPU by the parity tests of scratch-rocm).
-        TestBuild {
-            group: "candle-nn",
-            manifest: "generated/candle-nn/Cargo.toml",
-            args: vec!["--features".into(), "rocm".into(), "--lib".into(), "--tests".into()],
-        },
-        TestBuild {
-            group: "scratch-rocm",
-            manifest: "tests/scratch-rocm/Cargo.toml",
-            args: vec!["--features".into(), "rocm".into(), "--tests".into()],
-        },
-        // the tensor-parallel program's one-device check of its shard math (world 2 and 4
-        // summed in one process against the whole model; src/shard_check.rs)
-        TestBuild {
-            group: "tensor-parallel",
-            manifest: "tests/tensor-parallel/Cargo.toml",
-            args: vec!["--bins".into()],
-        },
-        // the HIP layer, with RCCL: its communicator tests (world size 1) over NCCL
-        TestBuild {
-            group: "candle-rocm-hip",
-            manifest: "rocm-runtime/hip/Cargo.toml",
-            args: vec!["--lib".into(), "--features".into(), "rccl".into()],
-        },
-    ];
-    let mut binaries = Vec::new();
-    for build in &builds {
-        eprintln!(
-            "== {}: test binaries with feature rocm, release, linked against the forwarder",
-            build.group
-        );
-        binaries.extend(build_tests(&root, &target_dir, build, &env)?);
-    }
-
-    if out.exists() {
-        std::fs::remove_dir_all(&out)
-            .with_context(|| format!("removing the old bundle {}", out.display()))?;
-    }
-    bundle_lib(&forwarder, &out.join("lib"))?;
-    let mut tsv = String::from(
-        "# group\tworking directory (from the repository root)\tbinary (from the bundle)\n",
-    );
-    for b in &binaries {
-        let rel = format!("bin/{}/{}", b.group, b.name);
-        let dest = out.join(&rel);
-        std::fs::create_dir_all(dest.parent().expect("bin/<group>"))?;
-        std::fs::copy(&b.path, &dest).with_context(|| format!("copying {}", b.path.display()))?;
-        tsv.push_str(&format!("{}\t{}\t{}\n", b.group, b.cwd, rel));
-    }
-    std::fs::write(out.join("tests.tsv"), tsv)?;
-    copy_amd_launchers(&target_dir, &build_dir.join("amd-launchers"), &out.join("lib"), &forwarder_exports.nodes)?;
-    let imports = check_imports(&binaries, &forwarder, &lib)?;
-
-    let mut sizes: Vec<(String, u64)> = Vec::new();
-    collect_sizes(&out, &out, &mut sizes)?;
-    sizes.sort();
-    let total: u64 = sizes.iter().map(|(_, s)| s).sum();
-    let commit = Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .current_dir(&root)
-        .output()
-        .ok()
-        .filter(|o| o.status.success());
-    let commit = commit
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "unknown".into());
-    let mut report = format!(
-        "GPU bundle (cargo xtask gpu-bundle) from commit {commit}{}\nrun on the NVIDIA machine: bash hip-on-cuda/run-gpu-tests.sh {}\n\
-         linked against {linked_against}\n{imports}\n\n",
-        if git_dirty(&root) { " with uncommitted changes" } else { "" },
-        args.out.display()
-    );
-    for (path, size) in &sizes {
-        report.push_str(&format!("{:>10}  {path}\n", size));
-    }
-    report.push_str(&format!("{total:>10}  total ({:.1} MiB unpacked)\n", mib(total)));
-    std::fs::write(out.join("BUNDLE.txt"), &report)?;
-    print!("{report}");
-    let packed = pack(&out)?;
-    let packed_size = std::fs::metadata(&packed)?.len();
-    println!("{}: {:.1} MiB (what is carried; the limit is {} MiB)", packed.display(), mib(packed_size), BUNDLE_LIMIT_BYTES >> 20);
-    if packed_size > BUNDLE_LIMIT_BYTES {
-        bail!("{} is {:.1} MiB, over the {} MiB that can be carried to the GPU machine", packed.display(), mib(packed_size), BUNDLE_LIMIT_BYTES >> 20);
-    }
-    Ok(std::process::ExitCode::SUCCESS)
+    Ok(LinkDir { dir: lib, linked_against, forwarder_nodes: forwarder_exports.nodes })
 }
 
 /// The bundle's `lib/` in `dir`: the forwarder as `libamdhip64.so.7`, and
 /// `librocblas.so.5` / `librocrand.so.1` / `librccl.so.1` empty and depending on it.
-fn bundle_lib(forwarder: &Path, dir: &Path) -> Result<()> {
+pub fn bundle_lib(forwarder: &Path, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::copy(forwarder, dir.join(LIBRARIES[0].soname))
         .with_context(|| format!("copying {} into {}", forwarder.display(), dir.display()))?;
     for library in &LIBRARIES[1..] {
         soname_library(&dir.join(library.soname), dir, LIBRARIES[0].soname, &[])?;
-    }
-    Ok(())
-}
-
-/// `<out>.tar.xz` of the bundle folder (written beside it, then renamed into place).
-fn pack(out: &Path) -> Result<PathBuf> {
-    let name = out.file_name().context("the bundle folder has no name")?.to_string_lossy().into_owned();
-    let parent = out.parent().context("the bundle folder has no parent")?;
-    let packed = parent.join(format!("{name}.tar.xz"));
-    let partial = parent.join(format!("{name}.tar.xz.partial"));
-    let status = Command::new("tar")
-        .env("XZ_OPT", "-6 -T0")
-        .arg("-cJf")
-        .arg(&partial)
-        .arg("-C")
-        .arg(parent)
-        .arg(&name)
-        .status()
-        .context("running tar (with xz)")?;
-    if !status.success() {
-        bail!("tar -cJf {} failed ({status})", partial.display());
-    }
-    std::fs::rename(&partial, &packed)?;
-    Ok(packed)
-}
-
-/// The AMD build of the launchers' shared library (beside the bundle, not in it):
-/// what the bundle's binaries load when they run on a machine without an NVIDIA GPU.
-/// hipcc built it against the host's HIP (Debian: HIP 5.2.3, `libamdhip64.so.5`),
-/// so beside it goes an empty `libamdhip64.so.<n>` with that soname and the
-/// forwarder's version nodes (a superset of 5.2.3's) that depends on the
-/// forwarder in `bundle_lib`: its references bind to the forwarder, and the
-/// host's HIP runtime is not loaded into the tests.
-fn copy_amd_launchers(target_dir: &Path, dest: &Path, bundle_lib: &Path, nodes: &[(String, Option<String>)]) -> Result<()> {
-    let build = target_dir.join("release/build");
-    let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
-    for entry in
-        std::fs::read_dir(&build).with_context(|| format!("reading {}", build.display()))?
-    {
-        let lib = entry?.path().join("out/libcandle_rocm_launchers.so");
-        if let Ok(meta) = std::fs::metadata(&lib) {
-            found.push((meta.modified()?, lib));
-        }
-    }
-    let Some((_, newest)) = found.into_iter().max() else {
-        bail!(
-            "no libcandle_rocm_launchers.so under {}: candle-rocm-kernels did not build it",
-            build.display()
-        );
-    };
-    std::fs::create_dir_all(dest)?;
-    std::fs::copy(&newest, dest.join("libcandle_rocm_launchers.so"))
-        .with_context(|| format!("copying {}", newest.display()))?;
-    for hip in dynamic_entries(&readelf(&["-W", "-d"], &newest)?, "NEEDED") {
-        if hip.starts_with("libamdhip64.so") && hip != LIBRARIES[0].soname {
-            soname_library(&dest.join(&hip), bundle_lib, LIBRARIES[0].soname, nodes)?;
-        }
-    }
-    Ok(())
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-fn git_dirty(root: &Path) -> bool {
-    Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=no"])
-        .current_dir(root)
-        .output()
-        .is_ok_and(|o| !o.stdout.is_empty())
-}
-
-fn cargo(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(args)
-        .envs(env.iter().copied())
-        .current_dir(root)
-        .status()
-        .context("running cargo")?;
-    if !status.success() {
-        bail!("cargo {} failed ({status})", args.join(" "));
-    }
-    Ok(())
-}
-
-/// `cargo test --release --no-run --message-format=json`: the test executables it reports.
-fn build_tests(
-    root: &Path,
-    target_dir: &Path,
-    build: &TestBuild,
-    env: &[(&str, &str)],
-) -> Result<Vec<TestBinary>> {
-    let manifest = root.join(build.manifest);
-    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args([
-            "test",
-            "--release",
-            "--no-run",
-            "--message-format=json-render-diagnostics",
-            "--manifest-path",
-        ])
-        .arg(&manifest)
-        .arg("--target-dir")
-        .arg(target_dir)
-        .args(&build.args)
-        .envs(env.iter().copied())
-        .current_dir(root)
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .context("running cargo test --no-run")?;
-    if !output.status.success() {
-        bail!(
-            "building the {} test binaries failed ({}): see the messages above",
-            build.group,
-            output.status
-        );
-    }
-    let cwd = Path::new(build.manifest)
-        .parent()
-        .expect("manifest in a directory")
-        .display()
-        .to_string();
-    let found: Vec<TestBinary> = test_artifacts(&String::from_utf8_lossy(&output.stdout))
-        .into_iter()
-        .map(|a| TestBinary { group: build.group, name: a.name, path: a.path, cwd: cwd.clone() })
-        .collect();
-    if found.is_empty() {
-        bail!("cargo reported no test executable for {}", build.manifest);
-    }
-    Ok(found)
-}
-
-fn collect_sizes(base: &Path, dir: &Path, out: &mut Vec<(String, u64)>) -> Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            collect_sizes(base, &path, out)?;
-        } else {
-            let size = std::fs::metadata(&path)?.len();
-            out.push((
-                path.strip_prefix(base)
-                    .unwrap_or(&path)
-                    .display()
-                    .to_string(),
-                size,
-            ));
-        }
     }
     Ok(())
 }
@@ -548,7 +179,7 @@ enum SymbolKind {
 /// not stubbed, not compared.
 const LINKER_DEFINED: [&str; 5] = ["_edata", "_end", "__bss_start", "_init", "_fini"];
 
-fn readelf(args: &[&str], path: &Path) -> Result<String> {
+pub fn readelf(args: &[&str], path: &Path) -> Result<String> {
     let out = Command::new("readelf")
         .args(args)
         .arg(path)
@@ -561,7 +192,7 @@ fn readelf(args: &[&str], path: &Path) -> Result<String> {
 }
 
 /// The `[...]` values of the `readelf -d` lines tagged `(TAG)`.
-fn dynamic_entries(dynamic: &str, tag: &str) -> Vec<String> {
+pub fn dynamic_entries(dynamic: &str, tag: &str) -> Vec<String> {
     let tag = format!("({tag})");
     dynamic
         .lines()
@@ -750,7 +381,7 @@ fn write_stub(dir: &Path, library: &RocmLibrary, exports: &Exports) -> Result<()
 /// binaries that load it require): what the binaries load as librocblas.so.5 /
 /// librocrand.so.1, so that their rocBLAS/rocRAND references bind to the one
 /// forwarder, not to a second copy of it (with a second copy of its state).
-fn soname_library(dest: &Path, needed_dir: &Path, needed: &str, nodes: &[(String, Option<String>)]) -> Result<()> {
+pub fn soname_library(dest: &Path, needed_dir: &Path, needed: &str, nodes: &[(String, Option<String>)]) -> Result<()> {
     let soname = dest.file_name().context("no file name")?.to_string_lossy().into_owned();
     let tmp = tempfile::tempdir()?;
     let asm = tmp.path().join("empty.s");
@@ -784,7 +415,7 @@ fn soname_library(dest: &Path, needed_dir: &Path, needed: &str, nodes: &[(String
 /// ROCm libraries are the sonames of `LIBRARIES`, and each HIP/rocBLAS/rocRAND/RCCL
 /// symbol they import is defined by the forwarder with the same version, and by
 /// the library they were linked against. Returns a summary for BUNDLE.txt.
-fn check_imports(binaries: &[TestBinary], forwarder: &Path, link_dir: &Path) -> Result<String> {
+pub fn check_imports(binaries: &[TestBinary], forwarder: &Path, link_dir: &Path) -> Result<String> {
     let paths: Vec<PathBuf> = binaries.iter().map(|b| b.path.clone()).collect();
     let linked: Vec<PathBuf> = LIBRARIES.iter().map(|l| link_dir.join(l.soname)).collect();
     // the sonames they need and every ROCm import, against the libraries they were linked against
@@ -811,6 +442,7 @@ fn check_imports(binaries: &[TestBinary], forwarder: &Path, link_dir: &Path) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workspace::workspace_root;
 
     #[test]
     fn sonames_are_those_of_rocm_releases_toml() {

@@ -1,0 +1,138 @@
+//! The test binaries: the cargo invocations that build them (with the link
+//! directory's environment), and the executables cargo reports.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::test_artifacts::test_artifacts;
+
+/// One cargo invocation that builds test binaries.
+struct TestBuild {
+    group: &'static str,
+    /// Manifest, relative to the repository root.
+    manifest: &'static str,
+    /// Extra cargo arguments (target selection, features).
+    args: Vec<String>,
+}
+
+/// One built test binary.
+pub struct TestBinary {
+    pub group: &'static str,
+    pub name: String,
+    pub path: PathBuf,
+    /// The package directory, relative to the repository root: the tests' working directory.
+    pub cwd: String,
+}
+
+/// The test builds of the bundle, one cargo invocation each.
+fn test_builds() -> Vec<TestBuild> {
+    // candle-core: its whole suite (the library's tests and every upstream test file).
+    let core_args: Vec<String> = vec!["--features".into(), "rocm".into(), "--lib".into(), "--tests".into()];
+    vec![
+        TestBuild {
+            group: "candle-core",
+            manifest: "generated/candle-core/Cargo.toml",
+            args: core_args,
+        },
+        // candle-nn: its suite (upstream's tests are CPU tests; its ROCm ops are
+        // compared with the CPU by the parity tests of scratch-rocm).
+        TestBuild {
+            group: "candle-nn",
+            manifest: "generated/candle-nn/Cargo.toml",
+            args: vec!["--features".into(), "rocm".into(), "--lib".into(), "--tests".into()],
+        },
+        TestBuild {
+            group: "scratch-rocm",
+            manifest: "tests/scratch-rocm/Cargo.toml",
+            args: vec!["--features".into(), "rocm".into(), "--tests".into()],
+        },
+        // the tensor-parallel program's one-device check of its shard math (world 2 and 4
+        // summed in one process against the whole model; src/shard_check.rs)
+        TestBuild {
+            group: "tensor-parallel",
+            manifest: "tests/tensor-parallel/Cargo.toml",
+            args: vec!["--bins".into()],
+        },
+        // the HIP layer, with RCCL: its communicator tests (world size 1) over NCCL
+        TestBuild {
+            group: "candle-rocm-hip",
+            manifest: "rocm-runtime/hip/Cargo.toml",
+            args: vec!["--lib".into(), "--features".into(), "rccl".into()],
+        },
+    ]
+}
+
+/// Builds the test binaries of every test build (in `target_dir`, with `env`).
+pub fn build_all(root: &Path, target_dir: &Path, env: &[(&str, &str)]) -> Result<Vec<TestBinary>> {
+    let mut binaries = Vec::new();
+    for build in &test_builds() {
+        eprintln!(
+            "== {}: test binaries with feature rocm, release, linked against the forwarder",
+            build.group
+        );
+        binaries.extend(build_tests(root, target_dir, build, env)?);
+    }
+    Ok(binaries)
+}
+
+pub fn cargo(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(root)
+        .status()
+        .context("running cargo")?;
+    if !status.success() {
+        bail!("cargo {} failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+/// `cargo test --release --no-run --message-format=json`: the test executables it reports.
+fn build_tests(
+    root: &Path,
+    target_dir: &Path,
+    build: &TestBuild,
+    env: &[(&str, &str)],
+) -> Result<Vec<TestBinary>> {
+    let manifest = root.join(build.manifest);
+    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([
+            "test",
+            "--release",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+            "--manifest-path",
+        ])
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(target_dir)
+        .args(&build.args)
+        .envs(env.iter().copied())
+        .current_dir(root)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("running cargo test --no-run")?;
+    if !output.status.success() {
+        bail!(
+            "building the {} test binaries failed ({}): see the messages above",
+            build.group,
+            output.status
+        );
+    }
+    let cwd = Path::new(build.manifest)
+        .parent()
+        .expect("manifest in a directory")
+        .display()
+        .to_string();
+    let found: Vec<TestBinary> = test_artifacts(&String::from_utf8_lossy(&output.stdout))
+        .into_iter()
+        .map(|a| TestBinary { group: build.group, name: a.name, path: a.path, cwd: cwd.clone() })
+        .collect();
+    if found.is_empty() {
+        bail!("cargo reported no test executable for {}", build.manifest);
+    }
+    Ok(found)
+}
