@@ -33,7 +33,8 @@
 # `__attribute__((ext_vector_type(K))) T`, which nvcc rejects in device code)
 # are rewritten to candle_emu_vector<T, K> (any vector type left over is an
 # error, named by file:line), and that copy is compiled with
-# `-include include/amd_gfx_emulation.h -D__gfxNNNN__ -D__GFXnn__` (the macros
+# `-include tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation.h -D__gfxNNNN__
+# -D__GFXnn__` (the macros
 # clang defines for the arch): the arch's branches of the kernels (and ggml's
 # RDNA3/RDNA4 WMMA ones, once NVCC_EXTRA_FLAGS defines ggml's GGML_USE_HIP,
 # RDNA3 or RDNA4, AMD_WMMA_AVAILABLE) then run on the NVIDIA GPU with the AMD
@@ -72,7 +73,7 @@ if [[ -n ${AMD_ARCH:-} ]]; then
     left=$(cd "$EMU_SRC/kernels" && grep -rnE --include='*.h' --include='*.cuh' --include='*.hip' 'vector_size|ext_vector_type' . | sed 's|^\./||' || true)
     [[ -z $left ]] || die "AMD_ARCH=$AMD_ARCH: vector types left after the rewrite to candle_emu_vector (nvcc rejects them in device code):
 $left"
-    EMU_FLAGS=(-include "$INCLUDE/amd_gfx_emulation.h" "-D__${AMD_ARCH}__" "-D__GFX${AMD_ARCH:3:2}__")
+    EMU_FLAGS=(-include "$HERE/../tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation.h" "-D__${AMD_ARCH}__" "-D__GFX${AMD_ARCH:3:2}__")
     echo "build-kernels: AMD_ARCH=$AMD_ARCH: compiling a rewritten copy of $KERNELS ($EMU_SRC/kernels) with ${EMU_FLAGS[*]}"
     KERNELS_ORIG=$KERNELS
     KERNELS="$EMU_SRC/kernels"

@@ -4,13 +4,13 @@
 # On the GPU machine, from the repository root: ggml's AMD MMQ paths of the generated kernels,
 # run on the NVIDIA GPU by emulation, against the same f64 references as bench/numerics/run.sh.
 #
-#   1. hip-on-cuda/tests/amd_gfx_emulation_test.cu: the emulated AMD builtins (RDNA3/RDNA4
+#   1. tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation_test.cu: the emulated AMD builtins (RDNA3/RDNA4
 #      WMMA, v_perm_b32, v_dot4) against AMD's layout tables and a CPU product, on the GPU.
 #   2. per ARCH (wave32 arches only: RDNA's wavefront is an NVIDIA warp): the kernels built by
 #      hip-on-cuda/build-kernels.sh with AMD_ARCH=ARCH (clang's __gfxNNNN__ defined, so
 #      generated/kernels/candle_ggml_hip_arch.h selects that arch's ggml profile: WMMA tiles on
 #      RDNA3/RDNA4, ggml's HIP dp4a tiles on RDNA2; the AMD builtins from
-#      hip-on-cuda/include/amd_gfx_emulation.h), then `numerics-rocm qmatmul` with
+#      tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation.h), then `numerics-rocm qmatmul` with
 #      HIP_ON_CUDA_GCN_ARCH_NAME=ARCH, so the backend hands the launchers that arch's ggml
 #      compute capability and they pick that arch's tiles. The plain sm_90 build is the
 #      portable path beside it.
@@ -37,9 +37,9 @@ mkdir -p "$out/logs"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 status=0
 
-echo "== the emulated AMD builtins (hip-on-cuda/tests/amd_gfx_emulation_test.cu)"
-nvcc -std=c++17 -O2 -arch=sm_90 -I hip-on-cuda/include -include hip-on-cuda/include/amd_gfx_emulation.h \
-  hip-on-cuda/tests/amd_gfx_emulation_test.cu -o "$scratch/amd_gfx_emulation_test" >"$out/logs/amd-emulation-test-build.log" 2>&1 \
+echo "== the emulated AMD builtins (tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation_test.cu)"
+nvcc -std=c++17 -O2 -arch=sm_90 -I hip-on-cuda/include -include tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation.h \
+  tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation_test.cu -o "$scratch/amd_gfx_emulation_test" >"$out/logs/amd-emulation-test-build.log" 2>&1 \
   && "$scratch/amd_gfx_emulation_test" >"$out/amd-emulation-test.txt" 2>&1 \
   || status=1
 tail -1 "$out/amd-emulation-test.txt" 2>/dev/null || tail -20 "$out/logs/amd-emulation-test-build.log"

@@ -212,8 +212,8 @@ __device__ __forceinline__ void wmma_mma(fragment<accumulator, M, N, K, TC>& d, 
 // Register layouts (lane l of the wavefront, element e of the lane's operand
 // vector, VGPR r of its result; AMD's ISA guides' matrix tables as AMD's
 // Matrix Instruction Calculator prints them; the emulations
-// tests/compat_collective/mmq_wave64/mfma_cpu.h and
-// hip-on-cuda/include/amd_gfx_emulation.h implement the same tables):
+// tests/amd_emulation/mmq_wave64/mfma_cpu.h and
+// tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation.h implement the same tables):
 //   MFMA:   A[i][k]: i = l%16, k = 4*(l/16) + e    B[k][j]: j = l%16, k as A
 //           D[i][j]: i = 4*(l/16) + r, j = l%16
 //   gfx11:  A[i][k]: i = l%16, k = e (lanes l and l+16 hold the same)

@@ -1,6 +1,7 @@
 //! The compat headers' own tests, run in CI: the bit-exact fp8/bf16
 //! conversion and integer-SIMD checks and the CPU emulation of the warp and
-//! block collectives (g++), the wave64 emulation of the generated MMQ code
+//! block collectives (g++), the RDNA builtins emulated for NVIDIA warps (their
+//! layouts against AMD's tables, g++), the wave64 emulation of the generated MMQ code
 //! row kernels and MoE GEMMs on CDNA (g++), and the AMD compile of every compat function
 //! (hipcc). Their NVIDIA comparisons (tests/compat/nvidia_reference_check.cu,
 //! tests/compat_collective/wmma_vs_cuda.cu) need nvcc and a GPU and are run
@@ -47,10 +48,21 @@ fn wmma_and_scans_match_cpu_references_in_emulation() {
     assert!(last.contains(" 0 failed"), "{last}");
 }
 
+/// The RDNA3/RDNA4 builtins that hip-on-cuda's emulated AMD builds run on NVIDIA warps
+/// (tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation.h), their plain C++ part: the
+/// WMMA layouts against every entry of AMD's matrix instruction calculator, ggml's tile
+/// layouts through them, and the perm / dot4 / f16 arithmetic (the GPU half runs on the
+/// GPU machine: bench/numerics/run-amd-emulated.sh).
+#[test]
+fn rdna_builtin_layouts_match_amd_tables() {
+    let last = build_and_run("tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation_cpu.cpp", &["-std=c++17", "-O2"]);
+    assert!(last.ends_with(" 0 failed"), "{last}");
+}
+
 /// The generated MMQ code (generated/kernels/mmq_gguf/) on ggml's CDNA paths,
 /// gfx942 and gfx90a, MFMA (the default) and with CANDLE_HIP_NO_MMQ_MFMA, in the CPU
 /// emulation of 64-lane wavefronts with software MFMA instructions
-/// (tests/compat_collective/mmq_wave64/; needs bash, perl and g++; about two
+/// (tests/amd_emulation/mmq_wave64/; needs bash, perl and g++; about two
 /// minutes on two cores).
 #[test]
 fn mmq_cdna_paths_match_reference_in_wave64_emulation() {
@@ -61,7 +73,7 @@ fn mmq_cdna_paths_match_reference_in_wave64_emulation() {
 /// generated/kernels/reduce.hip) reducing over whole 64-lane wavefronts, as
 /// CDNA runs them (rules wave-rows, wave-launches), against an f64 reference
 /// and the 32-lane path, in the same emulation
-/// (tests/compat_collective/rows_wave64/; under a minute).
+/// (tests/amd_emulation/rows_wave64/; under a minute).
 #[test]
 fn row_kernels_use_whole_wavefronts_in_wave64_emulation() {
     run_emulation("rows_wave64");
@@ -70,18 +82,18 @@ fn row_kernels_use_whole_wavefronts_in_wave64_emulation() {
 /// The MoE GEMMs (generated/kernels/moe/moe_wmma*.hip) on candle_wmma's
 /// matrix-core tile (v_mfma_f32_16x16x16 f16/bf16) for gfx942 and gfx90a, and
 /// on its shuffles, against f64 references, in the same emulation
-/// (tests/compat_collective/moe_wave64/; under two minutes).
+/// (tests/amd_emulation/moe_wave64/; under two minutes).
 #[test]
 fn moe_matrix_core_tiles_match_reference_in_wave64_emulation() {
     run_emulation("moe_wave64");
 }
 
-/// Runs tests/compat_collective/NAME/run.sh; it must end "N passed, 0 failed".
+/// Runs tests/amd_emulation/NAME/run.sh; it must end "N passed, 0 failed".
 fn run_emulation(name: &str) {
     let root = workspace_root();
     let build = tempfile::tempdir().unwrap();
     let out = Command::new("bash")
-        .arg(root.join("tests/compat_collective").join(name).join("run.sh"))
+        .arg(root.join("tests/amd_emulation").join(name).join("run.sh"))
         .arg(build.path())
         .output()
         .expect("bash");

@@ -362,7 +362,7 @@ pub const GGML_DERIVED_DEFINES: &[GgmlDerivedDefine] = &[
     GgmlDerivedDefine {
         define: "AMD_MFMA_AVAILABLE",
         condition: "defined(CDNA) && !defined(CDNA4) && !defined(CANDLE_HIP_NO_MMQ_MFMA)",
-        why: "ggml's MFMA MMQ tiles (v_mfma_i32_*), wave64, as ggml's default (checked in the CPU 64-lane emulation, tests/compat_collective/mmq_wave64); CANDLE_HIP_NO_MMQ_MFMA (ggml's GGML_HIP_NO_MMQ_MFMA) keeps the dp4a tiles; not on CDNA4 (gfx950), which lacks the v_mfma_i32_16x16x16i8 that upstream's copy uses for every CDNA but CDNA3",
+        why: "ggml's MFMA MMQ tiles (v_mfma_i32_*), wave64, as ggml's default (checked in the CPU 64-lane emulation, tests/amd_emulation/mmq_wave64); CANDLE_HIP_NO_MMQ_MFMA (ggml's GGML_HIP_NO_MMQ_MFMA) keeps the dp4a tiles; not on CDNA4 (gfx950), which lacks the v_mfma_i32_16x16x16i8 that upstream's copy uses for every CDNA but CDNA3",
     },
 ];
 

@@ -1,6 +1,6 @@
 // Candle's row kernels (softmax, rms norm, layer norm of the generated
 // generated/kernels/reduce.hip) in the CPU emulation of 64-lane wavefronts
-// (../wave64_emulator/hip_cpu_device.h), as CDNA runs them since rules wave-rows
+// (../cdna_on_cpu/hip_cpu_device.h), as CDNA runs them since rules wave-rows
 // and wave-launches (one 64-lane wavefront per row below 1024 columns, 1024
 // threads = 16 wavefronts above) and as before (32-lane reductions, 32
 // threads per row: upstream's code, CANDLE_ROW_WAVE = 32), against an f64

@@ -1,6 +1,6 @@
 // Runs the generated MoE GEMMs (generated/kernels/moe/moe_wmma.hip and
 // moe_wmma_gguf.hip) in the CPU emulation of 64-lane CDNA wavefronts
-// (../wave64_emulator), through their launchers as candle-core calls them:
+// (../cdna_on_cpu), through their launchers as candle-core calls them:
 //   cdna3_cores     gfx942, candle_wmma's matrix-core tiles (16x16x16, 8x32x16)
 //                   (v_mfma_f32_16x16x16_f16 / _bf16, two 32-lane logical
 //                   warps per wavefront, one MFMA each), the default;

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds and runs the wave64 CPU emulation of the generated MMQ code (see
 # mmq_wave64.cpp). Needs bash, perl and g++ (C++20); no GPU. From anywhere:
-#   tests/compat_collective/mmq_wave64/run.sh [build-dir]
+#   tests/amd_emulation/mmq_wave64/run.sh [build-dir]
 # Prints the results table and "N passed, M failed"; exits non-zero on failure.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 gen="$root/generated/kernels"
-emu="$here/../wave64_emulator"  # the HIP device environment on the CPU
+emu="$here/../cdna_on_cpu"  # the HIP device environment on the CPU
 build=${1:-$(mktemp -d)}
 mkdir -p "$build/rewritten"
 [ $# -ge 1 ] || trap 'rm -rf "$build"' EXIT

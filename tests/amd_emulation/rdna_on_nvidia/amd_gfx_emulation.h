@@ -35,7 +35,7 @@
 // The builtin names are function-like macros onto candle_emu_* functions (no
 // declaration of a __builtin_ name, which GCC/EDG reserve). Part 1 below is
 // plain C++ (the layouts, the reference arithmetic, a shuffle-free model of a
-// WMMA) and compiles with g++ for hip-on-cuda/tests/amd_gfx_emulation_cpu.cpp;
+// WMMA) and compiles with g++ for tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation_cpu.cpp;
 // part 2 (nvcc only) is the device emulation.
 //
 // WMMA emulation rules
@@ -99,7 +99,7 @@
 // 0-3 and 8-11 in lanes 0-15 and K 4-7, 12-15 in lanes 16-31, while ggml's
 // RDNA4 tile<16,8,half2> gives lanes 0-15 K 0-7 and lanes 16-31 K 8-15. As A
 // and B share that K order, the product is the same (a K permutation applied to
-// both operands cancels); hip-on-cuda/tests/amd_gfx_emulation_cpu.cpp checks it.
+// both operands cancels); tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation_cpu.cpp checks it.
 //
 // V_PERM_B32 (RDNA3 ISA guide, V_PERM_B32's pseudocode; agrees with remu's):
 // D.byte[j] = BYTE_PERMUTE({src0, src1}, sel.byte[j]) where {src0, src1} is

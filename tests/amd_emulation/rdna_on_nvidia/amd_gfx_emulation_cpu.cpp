@@ -1,12 +1,12 @@
 // amd_gfx_emulation_cpu.cpp - the CPU half of the checks of
-// hip-on-cuda/include/amd_gfx_emulation.h (its plain C++ part 1): the WMMA
+// tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation.h (its plain C++ part 1): the WMMA
 // layout functions against AMD's tables, the consistency of those layouts,
 // ggml's RDNA3/RDNA4 tile layouts run through the shuffle-free WMMA model, and
 // the perm / dot4 / f16 reference arithmetic. The GPU half is
 // amd_gfx_emulation_test.cu.
 //
 //   g++ -std=c++17 -O2 -Wall -Wextra -I hip-on-cuda/include
-//       hip-on-cuda/tests/amd_gfx_emulation_cpu.cpp -o /tmp/amd_emu_cpu && /tmp/amd_emu_cpu
+//       tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation_cpu.cpp -o /tmp/amd_emu_cpu && /tmp/amd_emu_cpu
 //
 // Prints "<n> passed, <m> failed"; exit status 1 on any failure.
 // SPDX-License-Identifier: MIT OR Apache-2.0

@@ -1,5 +1,5 @@
 // amd_gfx_emulation_test.cu - runs the AMD builtins emulated by
-// hip-on-cuda/include/amd_gfx_emulation.h on an NVIDIA GPU (one 32-lane warp
+// tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation.h on an NVIDIA GPU (one 32-lane warp
 // standing in for an RDNA wave32) and checks them:
 //   (a) hand cases at the positions AMD's layout tables give (single nonzero
 //       A and B elements; the product must appear in exactly the documented
@@ -15,8 +15,8 @@
 // see the header) is the reference's too, so results are compared bit for bit.
 //
 //   nvcc -std=c++17 -O2 -arch=sm_90 -I hip-on-cuda/include \
-//        -include hip-on-cuda/include/amd_gfx_emulation.h \
-//        hip-on-cuda/tests/amd_gfx_emulation_test.cu -o /tmp/amd_emu_test && /tmp/amd_emu_test
+//        -include tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation.h \
+//        tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation_test.cu -o /tmp/amd_emu_test && /tmp/amd_emu_test
 //
 // Prints "<n> passed, <m> failed"; exit status 1 on any failure.
 // SPDX-License-Identifier: MIT OR Apache-2.0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the wave64 CPU emulation of Candle's row kernels (see
 # rows_wave64.cpp). Needs bash, perl and g++ (C++20); no GPU. From anywhere:
-#   tests/compat_collective/rows_wave64/run.sh [build-dir]
+#   tests/amd_emulation/rows_wave64/run.sh [build-dir]
 # Prints one row per (kernel, type, width) and "N passed, M failed"; exits
 # non-zero on failure.
 set -euo pipefail
@@ -21,7 +21,7 @@ if grep -q 'extern "C"' "$build/reduce_rows.hip"; then
     exit 1
 fi
 
-emu="$here/../wave64_emulator"
+emu="$here/../cdna_on_cpu"
 g++ -std=c++20 -O1 -pthread -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter -Wno-unused-function \
     -Wno-sign-compare -Wno-psabi -D__GFX9__ -D__gfx942__ -I "$emu" -I "$emu/include" -I "$build" -I "$gen" \
     "$here/rows_wave64.cpp" -o "$build/rows_wave64"
