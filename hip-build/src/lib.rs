@@ -22,7 +22,7 @@
 //!   waves per SIMD with a per-arch limits table; [`disassembly`] counts
 //!   instructions per kernel (`llvm-objdump -d`).
 //! * [`releases`] says which HIP releases are supported ([`releases::check_hip_version`]).
-//! * [`plan`] maps a kernel tree to jobs; [`parity`] compares the kernels
+//! * [`plan`] maps a kernel tree to jobs; [`kernel_names`] compares the kernels
 //!   built with those of the CUDA build.
 //!
 //! ```no_run
@@ -51,7 +51,7 @@ pub mod disassembly;
 mod error;
 pub mod kernel_resources;
 pub mod occupancy;
-pub mod parity;
+pub mod kernel_names;
 pub mod plan;
 pub mod releases;
 

@@ -4,7 +4,7 @@
 //! CUDA build exists in the code objects of both arches.
 
 use candle_rocm_tests::{fixture, hipcc_or_skip, pinned_version, static_library_patterns, workspace_root};
-use hip_build::parity::{check_build, Reference};
+use hip_build::kernel_names::{check_build, Reference};
 use hip_build::{compile_all, plan, CompileJob, OutputKind, CI_ARCHES};
 
 #[test]

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use hip_build::parity::{self, Reference};
+use hip_build::kernel_names::{self, Reference};
 use hip_build::{compile_all_with_progress, plan, Hipcc};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -161,7 +161,7 @@ fn compile(hipcc: &Hipcc, jobs: Vec<hip_build::CompileJob>, parallelism: usize) 
 
 /// Prints kernel parity per arch and launcher parity; whether nothing is missing, and a one-line summary.
 fn check_parity(reference: &Reference, results: &[hip_build::JobResult], kernels: &std::path::Path, arches: &[String]) -> Result<(bool, String)> {
-    let parity = parity::check_build(reference, results, kernels, arches)?;
+    let parity = kernel_names::check_build(reference, results, kernels, arches)?;
     for (arch, report) in &parity.per_arch {
         println!("kernel parity {arch}: {}/{} CUDA kernels present", report.present, report.total);
         for m in &report.missing {

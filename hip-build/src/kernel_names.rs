@@ -1,4 +1,4 @@
-//! Kernel parity: every kernel the CUDA build exports must exist in the AMD build.
+//! Kernel parity, by name: every kernel the CUDA build exports must exist in the AMD build.
 //!
 //! The reference list (`tests/fixtures/cuda-kernels-<version>.txt`) has lines
 //! `kernel MODULE NAME` (the `.entry` names of the PTX module MODULE) and
