@@ -8,8 +8,9 @@
 #   1. --single: the reference greedy tokens and logits;
 #   2. N ranks over RCCL, greedy: same tokens?
 #   3. N ranks teacher-forced on the reference tokens: per step top-1 and logits NMSE, within
-#      the dtype's bounds (f32: every top-1, NMSE <= 1e-9; bf16: top-1 at >= 90% of the
-#      steps, NMSE <= 2e-3, the bounds of the one-GPU shard check, src/shard_check.rs);
+#      the dtype's bounds (`tensor-parallel --compare`: f32 every top-1, NMSE <= 1e-9; bf16
+#      top-1 at >= 90% of the steps, NMSE <= 2e-3; src/logits.rs, the bounds the one-GPU
+#      shard check asserts too);
 #   4. the bad inputs one GPU allows: a world larger than the GPUs, a corrupt and a
 #      truncated id file, a rank that never joins (world 2 with one rank started: a timeout),
 #      ranks with different dtypes (needs 2 GPUs): each must fail with its error, in time.
@@ -47,21 +48,6 @@ mkdir -p "$scratch_tp"
 source bench/launch-ranks.sh
 ranks() { launch_ranks "$scratch_tp/$1.id" "$out/logs/$1" "$2" 300 "${tp[@]}" "${@:3}"; }
 
-# `forced REF_LOGITS LOGITS DTYPE`: prints the comparison; exit 1 when outside the dtype's bounds
-forced() {
-  python3 - "$@" <<'PY'
-import struct, sys
-def read(p):
-    b = open(p, "rb").read(); s, v = struct.unpack("<II", b[:8])
-    f = struct.unpack("<%df" % (s * v), b[8:]); return [f[i * v:(i + 1) * v] for i in range(s)]
-a, b = read(sys.argv[1]), read(sys.argv[2])
-same = sum(max(range(len(x)), key=x.__getitem__) == max(range(len(y)), key=y.__getitem__) for x, y in zip(a, b))
-nm = max(sum((p - q) ** 2 for p, q in zip(x, y)) / sum(p * p for p in x) for x, y in zip(a, b))
-top1, bound = {"f32": (1.0, 1e-9), "bf16": (0.9, 2e-3)}[sys.argv[3]]
-print(f"teacher-forced: top-1 identical at {same}/{len(a)} steps, logits NMSE max {nm:.2e} (bounds: top-1 >= {top1:.0%}, NMSE <= {bound:.0e})")
-sys.exit(0 if len(a) == len(b) and same >= top1 * len(a) and nm <= bound else 1)
-PY
-}
 while read -r shape dtype steps greedy; do
   name=$shape-$dtype
   args=(--shape "$shape" --dtype "$dtype" --steps "$steps")
@@ -84,7 +70,7 @@ while read -r shape dtype steps greedy; do
   fi
   rcs=$(ranks "forced-$name" "$n" "${args[@]}" --tokens "$ref.tokens" --out "$scratch_tp/forced-$name")
   if [[ $rcs =~ ^(0 ?)+$ ]]; then
-    if detail=$(forced "$ref.logits" "$scratch_tp/forced-$name.logits" "$dtype"); then
+    if detail=$("${tp[@]}" --compare "$ref.logits" "$scratch_tp/forced-$name.logits" --dtype "$dtype" 2>&1); then
       row "forced-$name-world$n" pass "$detail"
     else
       row "forced-$name-world$n" fail "$detail"

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 pub struct AllReduce {
     comm: Rc<Comm>,
-    /// (start, end) events of each call since the last `take_ms`.
+    /// (start, end) events of each call since the last `take`.
     events: RefCell<Vec<(HipEvent, HipEvent)>>,
     /// Host time inside the calls since the last `take`.
     host: Cell<Duration>,

@@ -7,6 +7,10 @@
 //!   tensor-parallel --rank R --world N --id-file FILE --out PREFIX [options]
 //!   tensor-parallel --single --out PREFIX [options]
 //!   tensor-parallel --shards W --out PREFIX [options]
+//!   tensor-parallel --compare REFERENCE.logits OTHER.logits --dtype f32|bf16
+//!
+//! `--compare` prints how far OTHER's logits are from REFERENCE's (top-1 agreement, NMSE)
+//! and exits 1 when that is outside the dtype's bounds (src/logits.rs).
 //!
 //! Options: `--shape tiny|llama-7b` (default tiny: model::SHAPES), `--dtype f32|bf16|f16`
 //! (default f32), `--prompt-len P` (default 8: a made-up prompt of P tokens), `--steps S`
@@ -24,6 +28,7 @@
 //! tokens/s of the steps after the first and, over RCCL, the all-reduce time per token.
 
 mod all_reduce;
+mod logits;
 mod model;
 #[cfg(test)]
 mod shard_check;
@@ -60,6 +65,37 @@ struct Args {
     timeout: Duration,
 }
 
+fn parse_dtype(v: &str) -> Result<DType, String> {
+    match v {
+        "f32" => Ok(DType::F32),
+        "bf16" => Ok(DType::BF16),
+        "f16" => Ok(DType::F16),
+        other => Err(format!("--dtype `{other}`: f32, bf16 or f16")),
+    }
+}
+
+/// `--compare REFERENCE OTHER --dtype D`: prints the comparison; Ok(false) when it is
+/// outside the dtype's bounds.
+fn compare(args: &[String]) -> Result<bool, String> {
+    let [reference, other, flag, dtype] = args else {
+        return Err("usage: --compare REFERENCE.logits OTHER.logits --dtype f32|bf16".into());
+    };
+    if flag != "--dtype" {
+        return Err(format!("--compare: `{flag}` where --dtype was expected"));
+    }
+    let bounds = logits::bounds(parse_dtype(dtype)?)?;
+    let c = logits::Comparison::of(&logits::read(Path::new(reference))?, &logits::read(Path::new(other))?)?;
+    println!("teacher-forced: {}", c.describe(&bounds));
+    Ok(c.within(&bounds))
+}
+
+impl Args {
+    /// Without a communicator: `--single` or `--shards W`.
+    fn one_process(&self) -> bool {
+        self.single || self.shards.is_some()
+    }
+}
+
 fn parse_args() -> Result<Args, String> {
     let mut a = Args { single: false, shards: None, shape: model::SHAPES[0], prompt_len: PROMPT.len(), rank: 0, world: 1, id_file: None, out: PathBuf::new(), dtype: DType::F32, steps: 32, tokens: None, timeout: Duration::from_secs(60) };
     let mut out = None;
@@ -84,14 +120,7 @@ fn parse_args() -> Result<Args, String> {
             "--steps" => a.steps = number(value()?, "--steps")?,
             "--tokens" => a.tokens = Some(value()?.into()),
             "--timeout-s" => a.timeout = Duration::from_secs(number(value()?, "--timeout-s")? as u64),
-            "--dtype" => {
-                a.dtype = match value()?.as_str() {
-                    "f32" => DType::F32,
-                    "bf16" => DType::BF16,
-                    "f16" => DType::F16,
-                    other => return Err(format!("--dtype `{other}`: f32, bf16 or f16")),
-                }
-            }
+            "--dtype" => a.dtype = parse_dtype(&value()?)?,
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
@@ -105,9 +134,7 @@ fn parse_args() -> Result<Args, String> {
     if a.shards == Some(0) {
         return Err("--shards must be at least 1".into());
     }
-    if a.single || a.shards.is_some() {
-        a.single = true;
-    } else {
+    if !a.one_process() {
         if a.id_file.is_none() {
             return Err("--id-file FILE is required (or --single, or --shards W)".into());
         }
@@ -173,9 +200,9 @@ fn check_same_settings(comm: &Comm, a: &Args) -> Result<(), String> {
 fn run(a: &Args) -> Result<(), String> {
     // the id first: a corrupt or truncated id file is said before anything else
     let deadline = Instant::now() + a.timeout;
-    let id = if a.single { None } else { Some(exchange_id(a, deadline)?) };
+    let id = if a.one_process() { None } else { Some(exchange_id(a, deadline)?) };
     let gpus = HipContext::device_count().map_err(|e| format!("counting GPUs: {e:?}"))? as usize;
-    let ordinal = if a.single { 0 } else { a.rank };
+    let ordinal = if a.one_process() { 0 } else { a.rank };
     if ordinal >= gpus {
         return Err(format!("rank {}: world size {} needs {} GPUs, this machine has {gpus}", a.rank, a.world, a.world));
     }
@@ -199,7 +226,7 @@ fn run(a: &Args) -> Result<(), String> {
     } else {
         None
     };
-    let is_writer = a.single || a.rank == 0;
+    let is_writer = a.one_process() || a.rank == 0;
     let (ranks, sum) = match (comm, a.shards) {
         (Some(comm), _) => (model::Ranks::one(a.rank, a.world), model::Sum::AllReduce(AllReduce::new(comm))),
         (None, Some(world)) => (model::Ranks::all(world), model::Sum::Here),
@@ -232,7 +259,7 @@ fn run(a: &Args) -> Result<(), String> {
         }
         let next = match &forced {
             Some(f) => *f.get(a.prompt_len + step).ok_or_else(|| format!("--tokens has fewer than {} tokens", a.prompt_len + a.steps))?,
-            None => logits.iter().enumerate().fold(0, |b, (i, x)| if *x > logits[b] { i } else { b }) as u32,
+            None => logits::argmax(&logits),
         };
         tokens.push(next);
         all_logits.push(logits);
@@ -243,11 +270,7 @@ fn run(a: &Args) -> Result<(), String> {
         let text: Vec<String> = tokens.iter().map(u32::to_string).collect();
         let out = |ext: &str| PathBuf::from(format!("{}.{ext}", a.out.display()));
         std::fs::write(out("tokens"), text.join(" ") + "\n").map_err(|e| format!("{}: {e}", out("tokens").display()))?;
-        let mut bytes = Vec::new();
-        bytes.extend((all_logits.len() as u32).to_le_bytes());
-        bytes.extend((a.shape.vocab as u32).to_le_bytes());
-        all_logits.iter().flatten().for_each(|x| bytes.extend(x.to_le_bytes()));
-        std::fs::write(out("logits"), bytes).map_err(|e| format!("{}: {e}", out("logits").display()))?;
+        logits::write(&out("logits"), &all_logits, a.shape.vocab)?;
         let how = match a.shards {
             Some(w) => format!("{w} shards in one process"),
             None if a.single => "single process".into(),
@@ -257,7 +280,7 @@ fn run(a: &Args) -> Result<(), String> {
             "{timed} steps in {secs:.3} s: {:.1} tokens/s ({how}, shape {}, {:?}, prompt {})",
             timed as f64 / secs, a.shape.name, a.dtype, a.prompt_len
         );
-        if !a.single {
+        if !a.one_process() {
             let per_token = |ms: f64| (ms / timed as f64, 100.0 * ms / 1e3 / secs);
             let ((gpu, gpu_pct), (host, host_pct)) = (per_token(all_reduce_gpu_ms), per_token(all_reduce_host_ms));
             println!("all-reduce: {gpu:.3} ms per token ({gpu_pct:.1}% of the step time) on the GPU, {host:.3} ms ({host_pct:.1}%) on the host in the calls");
@@ -267,9 +290,14 @@ fn run(a: &Args) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let result = parse_args().and_then(|a| run(&a));
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.split_first() {
+        Some((first, rest)) if first == "--compare" => compare(rest),
+        _ => parse_args().and_then(|a| run(&a)).map(|()| true),
+    };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
