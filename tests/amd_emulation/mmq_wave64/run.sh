@@ -11,14 +11,15 @@ emu="$here/../cdna_on_cpu"  # the HIP device environment on the CPU
 build=${1:-$(mktemp -d)}
 mkdir -p "$build/rewritten"
 [ $# -ge 1 ] || trap 'rm -rf "$build"' EXIT
+# shellcheck source=tests/amd_emulation/cdna_on_cpu/harness.sh
+source "$emu/harness.sh"
 
-# The launcher files with only their launch syntax rewritten for the emulator:
-#   k<<<grid, block, shmem, stream>>>(args);  ->  emu_launch_kernel(grid, block, shmem, stream, k, args);
-# (line numbers are kept). The headers they include are used unchanged from generated/.
+# The launcher files with only their launch syntax rewritten for the emulator (every one
+# launches something). The headers they include are used unchanged from generated/.
 for f in "$gen"/mmq_gguf/mmq_instance_*.hip "$gen"/mmq_gguf/mmq_quantize.hip; do
     out="$build/rewritten/$(basename "$f")"
-    perl -0pe 's/([A-Za-z_][A-Za-z_0-9]*(?:<[^<>;]*>)?)\s*<<<(.*?)>>>\s*\((.*?)\);/emu_launch_kernel($2, $1, $3);/gs' "$f" >"$out"
-    if grep -q '<<<' "$out" || ! grep -q 'emu_launch_kernel' "$out"; then
+    emu_rewrite_launches "$f" "$out"
+    if ! grep -q 'emu_launch_kernel' "$out"; then
         echo "run.sh: could not rewrite the launches of $f" >&2
         exit 1
     fi
@@ -30,11 +31,7 @@ cxx=(g++ -std=c++20 -O1 -pthread -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-
 gen_inc=(-I "$build/rewritten" -I "$gen/mmq_gguf" -I "$gen")
 
 pids=()
-build_cfg() {  # name gfx-macro [extra flags]
-    local name=$1 arch=$2
-    shift 2
-    "${cxx[@]}" "${gen_inc[@]}" "-D$arch" "$@" -DEMU_CFG="$name" -c "$here/mmq_config.cpp" -o "$build/$name.o"
-}
+build_cfg() { emu_build_cfg "$here/mmq_config.cpp" "$@"; }  # name gfx-macro [extra flags]
 build_cfg cdna3_mfma __gfx942__ & pids+=($!)
 build_cfg cdna3_dp4a __gfx942__ -DCANDLE_HIP_NO_MMQ_MFMA & pids+=($!)
 wait "${pids[@]}"

@@ -11,14 +11,16 @@ emu="$here/../cdna_on_cpu"  # the HIP device environment on the CPU
 build=${1:-$(mktemp -d)}
 mkdir -p "$build/rewritten"
 [ $# -ge 1 ] || trap 'rm -rf "$build"' EXIT
+# shellcheck source=tests/amd_emulation/cdna_on_cpu/harness.sh
+source "$emu/harness.sh"
 
-# The launcher files with their launch syntax rewritten for the emulator
-#   k<<<grid, block, shmem, stream>>>(args);  ->  emu_launch_kernel(grid, block, shmem, stream, k, args);
-# `extern "C"` removed and `extern __shared__` spelled `extern` (line numbers kept).
+# The launcher files with their launch syntax rewritten for the emulator, `extern "C"`
+# removed and `extern __shared__` spelled `extern` (line numbers kept).
 for f in moe/moe_wmma.hip moe/moe_wmma_gguf.hip moe/moe_utils.cuh; do
     out="$build/rewritten/$(basename "$f")"
-    perl -0pe 's/((?:[A-Za-z_][A-Za-z_0-9]*::)*[A-Za-z_][A-Za-z_0-9]*(?:<[^<>;]*>)?)\s*<<<(.*?)>>>\s*\((.*?)\);/emu_launch_kernel($2, $1, $3);/gs; s/extern "C" //g; s/extern __shared__ /extern /g' "$gen/$f" >"$out"
-    if grep -qE '<<<|extern "C"|extern __shared__' "$out"; then
+    emu_rewrite_launches "$gen/$f" "$build/launches.tmp"
+    perl -pe 's/extern "C" //g; s/extern __shared__ /extern /g' "$build/launches.tmp" >"$out"
+    if grep -qE 'extern "C"|extern __shared__' "$out"; then
         echo "run.sh: could not rewrite $f" >&2
         exit 1
     fi
@@ -29,11 +31,7 @@ cxx=(g++ -std=c++20 -O1 -pthread -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-
 gen_inc=(-I "$build/rewritten" -I "$gen/moe" -I "$gen")
 
 pids=()
-build_cfg() {  # name gfx-macro [extra flags]
-    local name=$1 arch=$2
-    shift 2
-    "${cxx[@]}" "${gen_inc[@]}" "-D$arch" "$@" -DEMU_CFG="$name" -c "$here/moe_config.cpp" -o "$build/$name.o"
-}
+build_cfg() { emu_build_cfg "$here/moe_config.cpp" "$@"; }  # name gfx-macro [extra flags]
 build_cfg cdna3_cores __gfx942__ & pids+=($!)
 build_cfg cdna3_shuffles __gfx942__ -DCANDLE_HIP_NO_WMMA_MATRIX_CORES & pids+=($!)
 wait "${pids[@]}"
