@@ -4,7 +4,7 @@
 #   xtask            `cargo xtask` in release (for `bench regen` beside PyTorch's hipify)
 #   cargo-home/      the pinned upstream crates, as a cargo registry checkout (regen's inputs)
 #   ../candle-kernels the original candle-kernels sources (tools/stage_upstream_kernels.sh)
-#   ../bench-backend.tar.xz  the two end-to-end benchmark binaries (bench/backend/build.sh)
+#   ../bench-backend.tar.xz  the two end-to-end benchmark binaries (cargo xtask gpu-program bench-backend)
 # Then the `device` tool runs `bash bench/run-on-gpu.sh` with carry ["device-carry/bench",
 # "device-carry/candle-kernels", "device-carry/bench-backend.tar.xz"] (under its 64 MiB).
 set -euo pipefail
@@ -24,7 +24,5 @@ for c in candle-kernels candle-core candle-nn; do
   cp -r "$registry/$c-$version" "$dest/"
 done
 bash tools/stage_upstream_kernels.sh
-if [[ -f bench/backend/build.sh ]]; then
-  bash bench/backend/build.sh
-fi
+./target/release/xtask gpu-program bench-backend
 du -sh device-carry

@@ -73,17 +73,17 @@ echo "built $built example binaries"
 # 80 MB each: the binaries are not needed past this point
 rm -rf "$gen_target/debug/examples"
 
-echo "== the collectives benchmark (bench/collectives) built as the GPU machine runs it (ROCm 7.2's ABI, cargo xtask gpu-bundle"
-echo "   --link-only), its unit tests, and a corrupt id file said before any GPU call (the sweep itself: bench/collectives/run.sh)"
-coll_lib="$tmp/collectives-lib"
-coll_lines=$(cargo xtask gpu-bundle --link-only "$coll_lib")
+echo "== the collectives program as the GPU machine runs it (cargo xtask gpu-program collectives: allreduce-bandwidth and the"
+echo "   tensor-parallel program, ROCm 7.2's ABI, their libraries checked, packed), allreduce-bandwidth's unit tests, and a"
+echo "   corrupt id file said before any GPU call (the sweep itself: bench/collectives/run.sh)"
+coll="$tmp/collectives"
+cargo xtask gpu-program collectives --out "$coll"
+coll_lines=$(cargo xtask gpu-bundle --link-only "$tmp/collectives-lib")
 mapfile -t coll_env <<<"$coll_lines"
-for step in build test; do
-  env "${coll_env[@]}" LD_LIBRARY_PATH="$coll_lib" \
-    cargo "$step" --release --manifest-path bench/collectives/Cargo.toml --target-dir "$PWD/target/gpu-bundle"
-done
+env "${coll_env[@]}" LD_LIBRARY_PATH="$coll/lib" \
+  cargo test --release --manifest-path bench/collectives/Cargo.toml --target-dir "$PWD/target/gpu-bundle"
 printf 'layer zz\n' >"$tmp/corrupt.id"
-if coll_out=$(LD_LIBRARY_PATH="$coll_lib" target/gpu-bundle/release/allreduce-bandwidth --rank 1 --world 2 \
+if coll_out=$(LD_LIBRARY_PATH="$coll/lib" "$coll/allreduce-bandwidth" --rank 1 --world 2 \
     --id-file "$tmp/corrupt.id" --out "$tmp/collectives.tsv" 2>&1) || ! grep -q "not a communicator id file: 1 lines" <<<"$coll_out"; then
   echo "error: allreduce-bandwidth did not refuse a corrupt id file: $coll_out"; exit 1
 fi

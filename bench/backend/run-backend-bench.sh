@@ -2,7 +2,7 @@
 # bench/backend/run-backend-bench.sh OUT_DIR
 #
 # On the GPU machine (NVIDIA, CUDA 13, no Rust), from the repository root: runs the
-# backend benchmark built by bench/backend/build.sh on Candle's own CUDA backend
+# backend benchmark built by `cargo xtask gpu-program bench-backend` on Candle's own CUDA backend
 # (backend-bench-cuda, stock candle 0.11.1) and on the generated ROCm backend through
 # hip-on-cuda (backend-bench-rocm), alternating cuda / rocm RUNS times, then writes
 #

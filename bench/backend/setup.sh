@@ -10,7 +10,7 @@
 #             launchers and CANDLE_ROCM_CODE_OBJECTS_DIR for the ROCm binary
 setup_bin=${setup_bin:-device-carry/bench-backend}
 setup_required=${setup_required:-backend-bench-cuda backend-bench-rocm}
-setup_build=${setup_build:-bench/backend/build.sh}
+setup_build=${setup_build:-cargo xtask gpu-program bench-backend}
 bin=${BIN_DIR:-$setup_bin}
 [[ -z ${BIN_DIR:-} && ! -d $bin ]] && bin=$setup_bin.tar.xz
 scratch=${WORK_DIR:-$(mktemp -d)}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/collectives/run.sh OUT_DIR [N]
 #
-# On the GPU machine, from the repository root: what bench/collectives/build.sh built,
+# On the GPU machine, from the repository root: what `cargo xtask gpu-program collectives` built,
 # through hip-on-cuda (HIP over CUDA, RCCL over NCCL), with N processes, one per GPU
 # (default: every GPU):
 #   1. allreduce-bandwidth: the all-reduce over 8 KiB ... 1 GiB through our HIP layer's
@@ -35,7 +35,7 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 setup_bin=device-carry/collectives
 setup_required="allreduce-bandwidth tensor-parallel lib/librccl.so.1"
-setup_build=bench/collectives/build.sh
+setup_build="cargo xtask gpu-program collectives"
 # shellcheck source=bench/backend/setup.sh
 source bench/backend/setup.sh
 mkdir -p "$out/logs"

@@ -3,7 +3,7 @@
 #
 # On the GPU machine (NVIDIA, CUDA 13, no Rust), from the repository root: runs each case
 # of bench/examples/cases.tsv with the stock CUDA build (OUT/cuda/EXAMPLE) and the ROCm
-# build through hip-on-cuda (OUT/rocm/EXAMPLE) of bench/examples/build.sh, with identical
+# build through hip-on-cuda (OUT/rocm/EXAMPLE) of `cargo xtask gpu-program examples-parity`, with identical
 # arguments on the same made-up models (written here first by make-models: random weights
 # do not compress, so they are not carried), and writes
 #
@@ -31,7 +31,7 @@ cd "$(dirname "$0")/../.."
 out=$(realpath -m "$1")
 setup_bin=device-carry/examples-parity
 setup_required="make-models"
-setup_build=bench/examples/build.sh
+setup_build="cargo xtask gpu-program examples-parity"
 # shellcheck source=bench/backend/setup.sh
 source bench/backend/setup.sh
 mkdir -p "$out/logs"

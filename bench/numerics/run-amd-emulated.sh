@@ -30,7 +30,7 @@ arches=("$@")
 [[ ${#arches[@]} -gt 0 ]] || arches=(gfx1100 gfx1201 gfx1030)
 setup_bin=device-carry/numerics
 setup_required="numerics-rocm"
-setup_build=bench/numerics/build.sh
+setup_build="cargo xtask gpu-program numerics"
 # shellcheck source=bench/backend/setup.sh
 source bench/backend/setup.sh
 mkdir -p "$out/logs"

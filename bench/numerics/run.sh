@@ -2,7 +2,7 @@
 # bench/numerics/run.sh OUT_DIR
 #
 # On the GPU machine, from the repository root: the numerics of the ROCm build (through
-# hip-on-cuda) against the stock CUDA build of bench/numerics/build.sh, written for
+# hip-on-cuda) against the stock CUDA build of `cargo xtask gpu-program numerics`, written for
 # bench/results/ and `cargo xtask bench report`:
 #
 #   OUT_DIR/qmatmul-h100.tsv          `numerics qmatmul` of both builds (CPU rows once)
@@ -25,7 +25,7 @@ cd "$(dirname "$0")/../.."
 out=$(realpath -m "$1")
 setup_bin=device-carry/numerics
 setup_required="numerics-cuda numerics-rocm make-models"
-setup_build=bench/numerics/build.sh
+setup_build="cargo xtask gpu-program numerics"
 # shellcheck source=bench/backend/setup.sh
 source bench/backend/setup.sh
 mkdir -p "$out/logs"

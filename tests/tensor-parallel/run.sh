@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/tensor-parallel/run.sh OUT_DIR [N]
 #
-# On the GPU machine, from the repository root: the tensor-parallel program of build.sh
+# On the GPU machine, from the repository root: the tensor-parallel program of `cargo xtask gpu-program tensor-parallel`
 # through hip-on-cuda (HIP over CUDA, RCCL over NCCL), N processes (default: every GPU),
 # against one process on one GPU without a communicator, per case (the tiny shape in f32 and
 # bf16; llama-7B's widths with 8 key/value heads in bf16, teacher-forced only):
@@ -24,7 +24,7 @@ cd "$(dirname "$0")/../.."
 out=$(realpath -m "$1")
 setup_bin=device-carry/tensor-parallel
 setup_required="tensor-parallel"
-setup_build=tests/tensor-parallel/build.sh
+setup_build="cargo xtask gpu-program tensor-parallel"
 # shellcheck source=bench/backend/setup.sh
 source bench/backend/setup.sh
 mkdir -p "$out/logs"

@@ -6,7 +6,8 @@
 //!   NOTICE.md, `parity` PARITY.md; `tree` the atomic write and the check).
 //! * `parity` regenerates and prints `generated/PARITY.md`.
 //! * `build-kernels` compiles `generated/kernels` for AMD GPUs with hipcc.
-//! * `gpu-bundle` builds what the GPU run on the NVIDIA machine needs (`gpu_bundle`).
+//! * `gpu-bundle` builds what the GPU run on the NVIDIA machine needs (`gpu_bundle`);
+//!   `gpu-program` one of the other programs run there, from a table (`gpu_program`).
 //! * `rocm-root` provisions a pinned ROCm release in a sid root (`rocm/`: `root`);
 //!   `rocm-backend` builds, links and tests the generated packages there and
 //!   checks their imports against the release's libraries (`rocm::backend`, `rocm::abi`).
@@ -19,6 +20,7 @@ mod bench;
 mod build_kernels;
 mod checkout_shape;
 mod gpu_bundle;
+mod gpu_program;
 mod kernel_warnings;
 mod regen;
 mod releases;
@@ -53,6 +55,9 @@ enum Command {
     BuildKernels(build_kernels::BuildArgs),
     /// Build the forwarding runtime and the ROCm test binaries to carry to the NVIDIA machine.
     GpuBundle(gpu_bundle::BundleArgs),
+    /// Build one of the programs run on the GPU machine (benchmarks, the tensor-parallel program: --list) and pack
+    /// it to carry there: its ROCm binaries linked as the bundle's, the stock CUDA binaries it is compared with.
+    GpuProgram(gpu_program::ProgramArgs),
     /// Make (or reuse) a Debian sid root holding a pinned ROCm release (rocm-releases.toml), with a hipcc that runs in it.
     RocmRoot(rocm::root::RootArgs),
     /// Build, link and test generated candle-core and candle-nn (feature rocm) inside a ROCm release's root,
@@ -80,6 +85,7 @@ fn main() -> ExitCode {
         Command::Parity(args) => regen::run_parity(args),
         Command::BuildKernels(args) => build_kernels::run(args),
         Command::GpuBundle(args) => gpu_bundle::run(args),
+        Command::GpuProgram(args) => gpu_program::run(args),
         Command::RocmRoot(args) => rocm::root::run(args),
         Command::RocmBackend(args) => rocm::backend::run(args),
         Command::Releases(args) => releases::run(args),

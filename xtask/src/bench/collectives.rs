@@ -10,7 +10,7 @@ use anyhow::Result;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-const COMMAND: &str = "the GPU machine: bench/collectives/run.sh (built by bench/collectives/build.sh)";
+const COMMAND: &str = "the GPU machine: bench/collectives/run.sh (built by cargo xtask gpu-program collectives)";
 /// Result files `{prefix}{N}{SUFFIX}`, one per world size N.
 const SWEEP: &str = "collectives-world";
 const SPEED: &str = "tensor-parallel-speed-world";

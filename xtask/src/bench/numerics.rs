@@ -8,11 +8,11 @@ use anyhow::Result;
 use std::fmt::Write;
 use std::path::Path;
 
-const COMMAND: &str = "the GPU machine: bench/numerics/run.sh (built by bench/numerics/build.sh)";
+const COMMAND: &str = "the GPU machine: bench/numerics/run.sh (built by cargo xtask gpu-program numerics)";
 const QMATMUL: &str = "qmatmul-h100.tsv";
 const TEACHER_FORCED: &str = "teacher-forced-h100.tsv";
 const AMD_EMULATED: &str = "qmatmul-amd-emulated-h100.tsv";
-const AMD_EMULATED_COMMAND: &str = "the GPU machine: bench/numerics/run-amd-emulated.sh (numerics-rocm of bench/numerics/build.sh)";
+const AMD_EMULATED_COMMAND: &str = "the GPU machine: bench/numerics/run-amd-emulated.sh (numerics-rocm of cargo xtask gpu-program numerics)";
 /// The row counts of the emulated table: MMQ only (1-8 rows take MMVQ, which has no AMD path).
 const AMD_EMULATED_ROWS: &[&str] = &["12", "128"];
 /// The row counts shown (the file has more): 1 and 8 rows take the matrix-vector kernels

@@ -48,7 +48,7 @@ const KERNEL_BUILD: (&str, &str) = ("kernel-build.tsv", "cargo xtask bench kerne
 const KERNELS: (&str, &str) = ("kernels-h100.tsv", "the GPU machine: bench/kernels/run-kernel-bench.sh");
 const BACKEND: (&str, &str) = ("backend-h100.tsv", "the GPU machine: bench/backend/run-backend-bench.sh");
 const RELEASES: (&str, &str) = ("releases.tsv", "cargo xtask releases --record --checkout-of 0.10.2 --candle-src DIR");
-const EXAMPLES: (&str, &str) = ("examples-h100.tsv", "the GPU machine: bench/examples/run-examples.sh (built by bench/examples/build.sh)");
+const EXAMPLES: (&str, &str) = ("examples-h100.tsv", "the GPU machine: bench/examples/run-examples.sh (built by cargo xtask gpu-program examples-parity)");
 
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
     let root = workspace_root();

@@ -38,7 +38,7 @@
 //!
 //! `--link-only DIR` stops after the link directory: it lays DIR out as the
 //! bundle's `lib/` and prints the build environment, for a binary built
-//! elsewhere the same way (the backend benchmark, `bench/backend/build.sh`),
+//! elsewhere the same way (the programs of `cargo xtask gpu-program` call `link` directly),
 //! whose imports `--check-imports BIN` then checks as the bundle's.
 //!
 //! The kernels are not in the bundle: `hip-on-cuda/run-gpu-tests.sh` compiles
@@ -46,8 +46,8 @@
 //! the result (`CANDLE_ROCM_CODE_OBJECTS_DIR`, `libcandle_rocm_launchers.so`).
 
 mod binaries;
-mod pack;
-mod stubs;
+pub mod pack;
+pub mod stubs;
 mod test_list;
 
 use std::path::{Path, PathBuf};
@@ -74,7 +74,7 @@ pub struct BundleArgs {
     #[arg(long)]
     rocm_root: Option<PathBuf>,
     /// Prepare only what a binary built elsewhere and linked as the bundle's
-    /// binaries are needs (bench/backend/build.sh): the forwarder, the stub
+    /// binaries are needs: the forwarder, the stub
     /// link directory, and DIR laid out as the bundle's lib/ (the forwarder
     /// as libamdhip64.so.7, librocblas.so.5, librocrand.so.1, librccl.so.1); prints the
     /// environment the bundle's binaries are built with, one KEY=VALUE line
@@ -87,6 +87,67 @@ pub struct BundleArgs {
     check_imports: Vec<PathBuf>,
 }
 
+/// What a binary needs to be linked as the bundle's binaries are: the forwarder,
+/// the stub link directory and the build environment.
+pub struct Linked {
+    /// The forwarding runtime (`target/release/libamdhip64.so`).
+    pub forwarder: PathBuf,
+    pub link: stubs::LinkDir,
+    /// The bundle's build environment (CANDLE_ROCM_LIB_DIR, CANDLE_ROCM_LINK_*,
+    /// CANDLE_ROCM_ARCHS, CANDLE_ROCM_LAUNCHERS=shared, the release profile's
+    /// debug info and stripping).
+    pub env: Vec<(&'static str, String)>,
+}
+
+/// Builds the forwarder and writes the stub link directory (in target/gpu-bundle):
+/// the first step of the bundle, and all that `--link-only` and `cargo xtask
+/// gpu-program` need.
+pub fn link(root: &Path, archs: &str, rocm_root: Option<&Path>) -> Result<Linked> {
+    eprintln!("== the forwarding runtime (hip-on-cuda), release");
+    binaries::cargo(root, &["build", "--release", "-p", "hip-on-cuda"], &[])?;
+    let forwarder = root.join("target/release/libamdhip64.so");
+    if !forwarder.is_file() {
+        bail!("{} was not built", forwarder.display());
+    }
+    let link = stubs::link_dir(root, &root.join("target/gpu-bundle"), rocm_root, &forwarder)?;
+    let env = vec![
+        ("CANDLE_ROCM_LIB_DIR", link.dir.display().to_string()),
+        ("CANDLE_ROCM_LINK_ROCBLAS", "1".into()),
+        ("CANDLE_ROCM_LINK_ROCRAND", "1".into()),
+        ("CANDLE_ROCM_ARCHS", archs.to_string()),
+        ("CANDLE_ROCM_LAUNCHERS", "shared".into()),
+        ("CARGO_PROFILE_RELEASE_DEBUG", "false".into()),
+        ("CARGO_PROFILE_RELEASE_STRIP", "symbols".into()),
+    ];
+    Ok(Linked { forwarder, link, env })
+}
+
+impl Linked {
+    /// `dir` laid out as the bundle's `lib/`.
+    pub fn lay_out_lib(&self, dir: &Path) -> Result<()> {
+        stubs::bundle_lib(&self.forwarder, dir)
+    }
+
+    /// The HIP/rocBLAS/rocRAND/RCCL imports of binaries built with `env`, checked
+    /// as the bundle's binaries' are; returns the summary.
+    pub fn check_imports(&self, paths: &[PathBuf]) -> Result<String> {
+        let binaries: Vec<TestBinary> = paths
+            .iter()
+            .map(|path| TestBinary {
+                group: "checked",
+                name: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                path: path.clone(),
+                cwd: String::new(),
+            })
+            .collect();
+        stubs::check_imports(&binaries, &self.forwarder, &self.link.dir)
+    }
+
+    fn env_refs(&self) -> Vec<(&str, &str)> {
+        self.env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+    }
+}
+
 pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
     let root = workspace_root();
     let out = if args.out.is_absolute() {
@@ -97,61 +158,34 @@ pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
     let build_dir = root.join("target/gpu-bundle");
     let target_dir = build_dir.clone();
 
-    eprintln!("== the forwarding runtime (hip-on-cuda), release");
-    binaries::cargo(&root, &["build", "--release", "-p", "hip-on-cuda"], &[])?;
-    let forwarder = root.join("target/release/libamdhip64.so");
-    if !forwarder.is_file() {
-        bail!("{} was not built", forwarder.display());
-    }
-
-    let link = stubs::link_dir(&root, &build_dir, args.rocm_root.as_deref(), &forwarder)?;
-
-    let lib_str = link.dir.display().to_string();
-    let env: Vec<(&str, &str)> = vec![
-        ("CANDLE_ROCM_LIB_DIR", lib_str.as_str()),
-        ("CANDLE_ROCM_LINK_ROCBLAS", "1"),
-        ("CANDLE_ROCM_LINK_ROCRAND", "1"),
-        ("CANDLE_ROCM_ARCHS", args.archs.as_str()),
-        ("CANDLE_ROCM_LAUNCHERS", "shared"),
-        ("CARGO_PROFILE_RELEASE_DEBUG", "false"),
-        ("CARGO_PROFILE_RELEASE_STRIP", "symbols"),
-    ];
+    let linked = link(&root, &args.archs, args.rocm_root.as_deref())?;
     if let Some(dir) = &args.link_only {
-        return link_only(&root.join(dir), &args.check_imports, &forwarder, &link.dir, &env);
+        return link_only(&root.join(dir), &args.check_imports, &linked);
     }
-    let binaries = binaries::build_all(&root, &target_dir, &env)?;
+    let binaries = binaries::build_all(&root, &target_dir, &linked.env_refs())?;
 
     if out.exists() {
         std::fs::remove_dir_all(&out)
             .with_context(|| format!("removing the old bundle {}", out.display()))?;
     }
-    stubs::bundle_lib(&forwarder, &out.join("lib"))?;
+    linked.lay_out_lib(&out.join("lib"))?;
     test_list::write(&out, &binaries)?;
-    pack::copy_amd_launchers(&target_dir, &build_dir.join("amd-launchers"), &out.join("lib"), &link.forwarder_nodes)?;
-    let imports = stubs::check_imports(&binaries, &forwarder, &link.dir)?;
+    pack::copy_amd_launchers(&target_dir, &build_dir.join("amd-launchers"), &out.join("lib"), &linked.link.forwarder_nodes)?;
+    let imports = stubs::check_imports(&binaries, &linked.forwarder, &linked.link.dir)?;
 
-    pack::write_report(&root, &out, &args.out, &link.linked_against, &imports)?;
-    pack::pack_within_limit(&out)?;
+    pack::write_report(&root, &out, &args.out, &linked.link.linked_against, &imports)?;
+    pack::pack_within_limit(&out, pack::XZ_BUNDLE)?;
     Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// `--link-only DIR`: DIR laid out as the bundle's `lib/`, the `--check-imports`
 /// binaries checked, and the build environment printed.
-fn link_only(dir: &Path, check: &[PathBuf], forwarder: &Path, link_dir: &Path, env: &[(&str, &str)]) -> Result<std::process::ExitCode> {
-    stubs::bundle_lib(forwarder, dir)?;
+fn link_only(dir: &Path, check: &[PathBuf], linked: &Linked) -> Result<std::process::ExitCode> {
+    linked.lay_out_lib(dir)?;
     if !check.is_empty() {
-        let binaries: Vec<TestBinary> = check
-            .iter()
-            .map(|path| TestBinary {
-                group: "checked",
-                name: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-                path: path.clone(),
-                cwd: String::new(),
-            })
-            .collect();
-        eprintln!("{}", stubs::check_imports(&binaries, forwarder, link_dir)?);
+        eprintln!("{}", linked.check_imports(check)?);
     }
-    for (key, value) in env {
+    for (key, value) in &linked.env {
         println!("{key}={value}");
     }
     Ok(std::process::ExitCode::SUCCESS)

@@ -12,6 +12,9 @@ use super::stubs::{dynamic_entries, readelf, soname_library, LIBRARIES};
 /// What can be carried to the GPU machine (the `device` tool's limit).
 const BUNDLE_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
 
+/// xz's settings for a folder of binaries: preset 6, every core.
+pub const XZ_BUNDLE: &str = "-6 -T0";
+
 /// Writes `BUNDLE.txt` into the bundle `out` (shown as `shown`) and prints it.
 pub fn write_report(root: &Path, out: &Path, shown: &Path, linked_against: &str, imports: &str) -> Result<()> {
     let mut sizes: Vec<(String, u64)> = Vec::new();
@@ -42,9 +45,10 @@ pub fn write_report(root: &Path, out: &Path, shown: &Path, linked_against: &str,
     Ok(())
 }
 
-/// Packs the bundle `out` and checks the packed size against what can be carried.
-pub fn pack_within_limit(out: &Path) -> Result<()> {
-    let packed = pack(out)?;
+/// Packs the folder `out` into `<out>.tar.xz` (xz with the settings `xz_opt`) and
+/// checks the packed size against what can be carried.
+pub fn pack_within_limit(out: &Path, xz_opt: &str) -> Result<()> {
+    let packed = pack(out, xz_opt)?;
     let packed_size = std::fs::metadata(&packed)?.len();
     println!("{}: {:.1} MiB (what is carried; the limit is {} MiB)", packed.display(), mib(packed_size), BUNDLE_LIMIT_BYTES >> 20);
     if packed_size > BUNDLE_LIMIT_BYTES {
@@ -53,14 +57,14 @@ pub fn pack_within_limit(out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `<out>.tar.xz` of the bundle folder (written beside it, then renamed into place).
-fn pack(out: &Path) -> Result<PathBuf> {
+/// `<out>.tar.xz` of the folder (written beside it, then renamed into place).
+fn pack(out: &Path, xz_opt: &str) -> Result<PathBuf> {
     let name = out.file_name().context("the bundle folder has no name")?.to_string_lossy().into_owned();
     let parent = out.parent().context("the bundle folder has no parent")?;
     let packed = parent.join(format!("{name}.tar.xz"));
     let partial = parent.join(format!("{name}.tar.xz.partial"));
     let status = Command::new("tar")
-        .env("XZ_OPT", "-6 -T0")
+        .env("XZ_OPT", xz_opt)
         .arg("-cJf")
         .arg(&partial)
         .arg("-C")

@@ -1,0 +1,286 @@
+//! The programs built here and run on the GPU machine (which has no Rust): one row
+//! each. A program is a folder carried there (`OUT`, packed into `OUT.tar.xz`) holding
+//! its ROCm binaries (linked as the GPU bundle's binaries are), the stock CUDA
+//! binaries it is compared with, host tools, and the bundle's `lib/` (the forwarder).
+
+/// Which binaries a cargo build makes.
+pub enum Targets {
+    /// `[[bin]]` targets of the package.
+    Bins(&'static [&'static str]),
+    /// candle-examples' `[[example]]` targets: the names in the environment variable
+    /// EXAMPLES (space-separated), else the default list.
+    Examples(&'static [&'static str]),
+}
+
+/// A package built with feature `rocm` as the GPU bundle's binaries are.
+pub struct RocmBuild {
+    pub manifest: &'static str,
+    pub features: &'static [&'static str],
+    pub targets: Targets,
+    /// The folder of OUT the binaries go to ("" for OUT itself).
+    pub into: &'static str,
+    /// `strip` the copies.
+    pub strip: bool,
+    /// The ROCm libraries each binary must need, resolved to OUT/lib.
+    pub sonames: &'static [&'static str],
+    /// NEEDED entries no binary may have (a library that must be loaded at run time).
+    pub refused: &'static [&'static str],
+}
+
+/// Where a stock CUDA build's sources come from.
+pub enum CudaSource {
+    /// A manifest of this repository.
+    Manifest(&'static str),
+    /// A crates.io package copied out of the registry (under target/, never written
+    /// in the registry), built with its published Cargo.lock (`--locked`).
+    Registry { name: &'static str, version: &'static str },
+}
+
+/// Stock crates.io Candle with feature `cuda` (CUDA 13.0's nvcc: `cuda13`).
+pub struct CudaBuild {
+    pub source: CudaSource,
+    pub features: &'static [&'static str],
+    pub targets: Targets,
+    /// Relative to the repository root: sharing one with another program shares
+    /// candle-kernels' nvcc build.
+    pub target_dir: &'static str,
+    pub into: &'static str,
+}
+
+/// A host program run on the GPU machine's CPU (release, no GPU feature).
+pub struct HostBuild {
+    pub manifest: &'static str,
+    pub bin: &'static str,
+    pub target_dir: &'static str,
+}
+
+/// A C shared library compiled with gcc (OUT-relative output).
+pub struct CLibrary {
+    pub source: &'static str,
+    pub output: &'static str,
+    pub libs: &'static [&'static str],
+}
+
+pub struct Program {
+    pub name: &'static str,
+    /// What it is and what runs it on the GPU machine.
+    pub about: &'static str,
+    /// OUT's default, relative to the repository root.
+    pub out: &'static str,
+    pub rocm: &'static [RocmBuild],
+    pub cuda: Option<CudaBuild>,
+    pub host: &'static [HostBuild],
+    pub c_libraries: &'static [CLibrary],
+    /// xz's settings for OUT.tar.xz.
+    pub xz: &'static str,
+}
+
+/// ROCm 7.2's sonames of the libraries every binary over generated candle-core needs.
+const CANDLE_SONAMES: &[&str] = &["libamdhip64.so.7", "librocblas.so.5", "librocrand.so.1"];
+
+const MAKE_MODELS: HostBuild = HostBuild {
+    manifest: "bench/examples/make-models/Cargo.toml",
+    bin: "make-models",
+    target_dir: "target/examples-parity/make-models",
+};
+
+/// candle-kernels' nvcc build shared by the stock CUDA builds of candle-examples and numerics.
+const EXAMPLES_CUDA_TARGET: &str = "target/examples-parity/cuda-target";
+
+const TENSOR_PARALLEL: RocmBuild = RocmBuild {
+    manifest: "tests/tensor-parallel/Cargo.toml",
+    features: &[],
+    targets: Targets::Bins(&["tensor-parallel"]),
+    into: "",
+    strip: true,
+    sonames: CANDLE_SONAMES,
+    refused: &[],
+};
+
+pub const PROGRAMS: &[Program] = &[
+    Program {
+        name: "bench-backend",
+        about: "the backend benchmark (bench/backend/src/main.rs) over stock Candle's CUDA backend and over generated/ with \
+                ROCm, and the LD_PRELOAD call counter of bench/backend/probe.sh; run by bench/backend/run-backend-bench.sh",
+        out: "device-carry/bench-backend",
+        rocm: &[RocmBuild {
+            manifest: "bench/backend/rocm/Cargo.toml",
+            features: &[],
+            targets: Targets::Bins(&["backend-bench-rocm"]),
+            into: "",
+            strip: false,
+            sonames: CANDLE_SONAMES,
+            refused: &[],
+        }],
+        cuda: Some(CudaBuild {
+            source: CudaSource::Manifest("bench/backend/cuda/Cargo.toml"),
+            features: &[],
+            targets: Targets::Bins(&["backend-bench-cuda"]),
+            target_dir: "target/bench-backend/cuda-target",
+            into: "",
+        }),
+        host: &[],
+        c_libraries: &[CLibrary {
+            source: "bench/backend/probe/backend_probe.c",
+            output: "probe/libbackend_probe.so",
+            libs: &["dl"],
+        }],
+        xz: "-6 -T0",
+    },
+    Program {
+        name: "numerics",
+        about: "quantized matmul errors and teacher-forced logits (bench/numerics/src/main.rs), stock CUDA Candle against \
+                generated ROCm, and the made-up models' maker; run by bench/numerics/run.sh and run-amd-emulated.sh",
+        out: "device-carry/numerics",
+        rocm: &[RocmBuild {
+            manifest: "bench/numerics/rocm/Cargo.toml",
+            features: &[],
+            targets: Targets::Bins(&["numerics-rocm"]),
+            into: "",
+            strip: true,
+            sonames: CANDLE_SONAMES,
+            refused: &[],
+        }],
+        cuda: Some(CudaBuild {
+            source: CudaSource::Manifest("bench/numerics/cuda/Cargo.toml"),
+            features: &[],
+            targets: Targets::Bins(&["numerics-cuda"]),
+            target_dir: EXAMPLES_CUDA_TARGET,
+            into: "",
+        }),
+        host: &[MAKE_MODELS],
+        c_libraries: &[],
+        xz: "-6 -T0",
+    },
+    Program {
+        name: "collectives",
+        about: "the all-reduce bandwidth benchmark (bench/collectives: our RCCL layer and NCCL side by side; cudarc's CUDA \
+                13.0 bindings, every CUDA library loaded at run time) and the tensor-parallel program; run by \
+                bench/collectives/run.sh",
+        out: "device-carry/collectives",
+        rocm: &[
+            RocmBuild {
+                manifest: "bench/collectives/Cargo.toml",
+                features: &[],
+                targets: Targets::Bins(&["allreduce-bandwidth"]),
+                into: "",
+                strip: true,
+                sonames: &["libamdhip64.so.7", "librccl.so.1"],
+                refused: &["libcuda", "libnccl", "libcudart"],
+            },
+            TENSOR_PARALLEL,
+        ],
+        cuda: None,
+        host: &[],
+        c_libraries: &[],
+        xz: "-6 -T0",
+    },
+    Program {
+        name: "examples-parity",
+        about: "unchanged candle-examples 0.11.1 programs, stock with feature cuda (rocm/ and cuda/), and the made-up \
+                models' maker; run by bench/examples/run-examples.sh",
+        out: "device-carry/examples-parity",
+        rocm: &[RocmBuild {
+            manifest: "generated/candle-examples/Cargo.toml",
+            features: &["rocm"],
+            targets: Targets::Examples(&["quantized", "qwen", "bert", "t5", "resnet", "mamba"]),
+            into: "rocm",
+            strip: true,
+            sonames: CANDLE_SONAMES,
+            refused: &[],
+        }],
+        cuda: Some(CudaBuild {
+            source: CudaSource::Registry { name: "candle-examples", version: "0.11.1" },
+            features: &["cuda"],
+            targets: Targets::Examples(&["quantized", "qwen", "bert", "t5", "resnet", "mamba"]),
+            target_dir: EXAMPLES_CUDA_TARGET,
+            into: "cuda",
+        }),
+        host: &[MAKE_MODELS],
+        c_libraries: &[],
+        // one stream, one thread and a window larger than a binary: the binaries of a side
+        // share most of their bytes (the CUDA ones each embed candle-kernels' PTX), so each
+        // is stored mostly as references to the one before it
+        xz: "--lzma2=preset=9,dict=256MiB -T1",
+    },
+    Program {
+        name: "tensor-parallel",
+        about: "the tensor-parallel program (tests/tensor-parallel: features rocm and rccl, RCCL forwarded to NCCL); run \
+                by tests/tensor-parallel/run.sh",
+        out: "device-carry/tensor-parallel",
+        rocm: &[TENSOR_PARALLEL],
+        cuda: None,
+        host: &[],
+        c_libraries: &[],
+        xz: "-6 -T0",
+    },
+];
+
+pub fn find(name: &str) -> Option<&'static Program> {
+    PROGRAMS.iter().find(|p| p.name == name)
+}
+
+impl Targets {
+    /// The target names (EXAMPLES, when set, for examples).
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            Targets::Bins(bins) => bins.iter().map(|b| b.to_string()).collect(),
+            Targets::Examples(default) => match std::env::var("EXAMPLES") {
+                Ok(list) if !list.trim().is_empty() => list.split_whitespace().map(str::to_string).collect(),
+                _ => default.iter().map(|e| e.to_string()).collect(),
+            },
+        }
+    }
+
+    /// cargo's arguments selecting them.
+    pub fn cargo_args(&self) -> Vec<String> {
+        let flag = match self {
+            Targets::Bins(_) => "--bin",
+            Targets::Examples(_) => "--example",
+        };
+        self.names().into_iter().flat_map(|n| [flag.to_string(), n]).collect()
+    }
+
+    /// Where cargo puts them, below the target directory.
+    pub fn built(&self, target_dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+        match self {
+            Targets::Bins(_) => target_dir.join("release").join(name),
+            Targets::Examples(_) => target_dir.join("release/examples").join(name),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::workspace_root;
+
+    #[test]
+    fn every_row_names_files_that_exist() {
+        let root = workspace_root();
+        let mut names = std::collections::BTreeSet::new();
+        for p in PROGRAMS {
+            assert!(names.insert(p.name), "{} twice", p.name);
+            for r in p.rocm {
+                assert!(root.join(r.manifest).is_file(), "{}: {}", p.name, r.manifest);
+            }
+            if let Some(CudaBuild { source: CudaSource::Manifest(m), .. }) = &p.cuda {
+                assert!(root.join(m).is_file(), "{}: {m}", p.name);
+            }
+            for h in p.host {
+                assert!(root.join(h.manifest).is_file(), "{}: {}", p.name, h.manifest);
+            }
+            for c in p.c_libraries {
+                assert!(root.join(c.source).is_file(), "{}: {}", p.name, c.source);
+            }
+        }
+    }
+
+    #[test]
+    fn targets_select_bins_and_examples() {
+        assert_eq!(Targets::Bins(&["a", "b"]).cargo_args(), ["--bin", "a", "--bin", "b"]);
+        let t = std::path::Path::new("/t");
+        assert_eq!(Targets::Bins(&["a"]).built(t, "a"), t.join("release/a"));
+        assert_eq!(Targets::Examples(&["e"]).built(t, "e"), t.join("release/examples/e"));
+    }
+}
