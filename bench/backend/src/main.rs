@@ -30,6 +30,7 @@
 //! table: `benchmark\tshape\tdtype\tcuda_us\trocm_us\tratio`, ratio = cuda_us / rocm_us
 //! (>= 1: the ROCm backend is at least as fast), `NA` where one side has no row.
 
+use candle_bench_fixtures::{gpu_device, seed_of, XorShift64Star, BACKEND, GGML_BLOCK_TYPES};
 use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Shape, Tensor};
 use candle_nn::VarBuilder;
@@ -40,16 +41,6 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-#[cfg(all(feature = "cuda", feature = "rocm"))]
-compile_error!("build with exactly one of the features `cuda` and `rocm`");
-
-const BACKEND: &str = if cfg!(feature = "cuda") {
-    "cuda"
-} else if cfg!(feature = "rocm") {
-    "rocm"
-} else {
-    "cpu"
-};
 
 /// Which candle the binary was built against (the manifests pin =0.11.1).
 const CANDLE: &str = if cfg!(feature = "cuda") {
@@ -60,47 +51,14 @@ const CANDLE: &str = if cfg!(feature = "cuda") {
     "candle 0.11.1, no GPU feature"
 };
 
-fn gpu_device() -> Result<Device> {
-    #[cfg(feature = "cuda")]
-    return Device::new_cuda(0);
-    #[cfg(feature = "rocm")]
-    return Device::new_rocm(0);
-    #[allow(unreachable_code)]
-    {
-        candle_core::bail!("built without a GPU feature (cuda or rocm): use --cpu")
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Made-up, deterministic data (the same on both builds: generated on the host)
 // ---------------------------------------------------------------------------
 
-/// A small xorshift64* generator: deterministic from its seed, identical on every build.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next_f32(&mut self) -> f32 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let r = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        (r >> 40) as f32 / (1u64 << 24) as f32
-    }
-}
-
-fn seed_of(name: &str) -> u64 {
-    // FNV-1a
-    name.bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
-}
-
 /// `n` values uniform in [lo, hi).
 fn uniform(n: usize, lo: f32, hi: f32, seed: u64) -> Vec<f32> {
-    let mut r = Rng::new(seed);
-    (0..n).map(|_| lo + (hi - lo) * r.next_f32()).collect()
+    let mut r = XorShift64Star::new(seed);
+    (0..n).map(|_| lo + (hi - lo) * r.unit_f32()).collect()
 }
 
 /// A host-made tensor of uniform values, moved to `dev` and cast to `dtype`.
@@ -638,20 +596,7 @@ fn bench_nn(r: &mut Runner) {
 fn bench_qmatmul(r: &mut Runner) {
     let dev = r.dev.clone();
     // qmatmul.rs: x (1, 1024) f32, weight (1024, 1024) quantized, every type of the upstream bench
-    for q in [
-        GgmlDType::F32,
-        GgmlDType::F16,
-        GgmlDType::Q4_0,
-        GgmlDType::Q4_1,
-        GgmlDType::Q5_0,
-        GgmlDType::Q5_1,
-        GgmlDType::Q8_0,
-        GgmlDType::Q2K,
-        GgmlDType::Q3K,
-        GgmlDType::Q4K,
-        GgmlDType::Q5K,
-        GgmlDType::Q6K,
-    ] {
+    for q in [GgmlDType::F32, GgmlDType::F16].into_iter().chain(GGML_BLOCK_TYPES) {
         let d = dev.clone();
         r.case("qmatmul", "x1x1024 w1024x1024", &format!("{q:?}"), move || {
             let x = Tensor::from_vec((0..1024).map(|v| v as f32 / 1024.0).collect::<Vec<_>>(), (1, 1024), &d)?;

@@ -21,42 +21,8 @@ use candle_core::Device;
 use std::path::Path;
 use std::process::ExitCode;
 
-#[cfg(all(feature = "cuda", feature = "rocm"))]
-compile_error!("build with exactly one of the features `cuda` and `rocm`");
-
-pub const BACKEND: &str = if cfg!(feature = "cuda") { "cuda" } else if cfg!(feature = "rocm") { "rocm" } else { "cpu" };
-
-fn gpu_device() -> candle_core::Result<Device> {
-    #[cfg(feature = "cuda")]
-    return Device::new_cuda(0);
-    #[cfg(feature = "rocm")]
-    return Device::new_rocm(0);
-    #[allow(unreachable_code)]
-    {
-        candle_core::bail!("built without a GPU feature (cuda or rocm): use --cpu")
-    }
-}
-
-/// xorshift64*: deterministic from its seed, identical on every build.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn uniform(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// Standard normal (Box-Muller), as f32.
-    pub fn normal(&mut self) -> f32 {
-        let u1 = self.uniform().max(1e-300);
-        let u2 = self.uniform();
-        ((-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()) as f32
-    }
-}
+pub use candle_bench_fixtures::BACKEND;
+use candle_bench_fixtures::gpu_device;
 
 fn read_tokens(path: &Path) -> Result<Vec<u32>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -20,8 +20,9 @@
 //! Prints a TSV: `backend dtype rows path vs_exact vs_q8f vs_q8h maxrel_exact cpu_vs_exact
 //! gpu_vs_cpu` (NMSE values; maxrel = max|y - ref| / max|ref|).
 
-use crate::{Rng, BACKEND};
-use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
+use crate::BACKEND;
+use candle_bench_fixtures::{load_quantized, XorShift64Star, GGML_BLOCK_TYPES};
+use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{Device, Module, Result, Tensor};
 
 /// Inner dimension and output columns: a multiple of every block size (256), as a
@@ -29,21 +30,9 @@ use candle_core::{Device, Module, Result, Tensor};
 const K: usize = 1024;
 const N: usize = 512;
 const ROWS: &[usize] = &[1, 4, 8, 9, 12, 32, 128];
-const TYPES: &[GgmlDType] = &[
-    GgmlDType::Q4_0,
-    GgmlDType::Q4_1,
-    GgmlDType::Q5_0,
-    GgmlDType::Q5_1,
-    GgmlDType::Q8_0,
-    GgmlDType::Q2K,
-    GgmlDType::Q3K,
-    GgmlDType::Q4K,
-    GgmlDType::Q5K,
-    GgmlDType::Q6K,
-];
 
 fn normals(n: usize, scale: f32, seed: u64) -> Vec<f32> {
-    let mut r = Rng::new(seed);
+    let mut r = XorShift64Star::new(seed);
     (0..n).map(|_| scale * r.normal()).collect()
 }
 
@@ -89,16 +78,13 @@ fn maxrel(y: &[f32], reference: &[f64]) -> f64 {
 
 pub fn run(gpu: Option<&Device>) -> Result<()> {
     println!("backend\tdtype\trows\tpath\tvs_exact\tvs_q8f\tvs_q8h\tmaxrel_exact\tcpu_vs_exact\tgpu_vs_cpu");
-    for (ti, &dtype) in TYPES.iter().enumerate() {
+    for (ti, dtype) in GGML_BLOCK_TYPES.into_iter().enumerate() {
         // weights with the spread of a trained projection: N(0, 1/sqrt(K))
         let w = Tensor::from_vec(normals(N * K, 1.0 / (K as f32).sqrt(), 17 + ti as u64), (N, K), &Device::Cpu)?;
         let q_cpu = QTensor::quantize(&w, dtype)?;
         let w_deq: Vec<f32> = q_cpu.dequantize(&Device::Cpu)?.flatten_all()?.to_vec1()?;
         let gpu_mm = match gpu {
-            Some(dev) => {
-                let storage = QStorage::from_data(q_cpu.data()?, dev, dtype)?;
-                Some(QMatMul::from_qtensor(QTensor::new(storage, (N, K))?)?)
-            }
+            Some(dev) => Some(QMatMul::from_qtensor(load_quantized(&q_cpu, dev)?)?),
             None => None,
         };
         let cpu_mm = QMatMul::from_qtensor(q_cpu)?;

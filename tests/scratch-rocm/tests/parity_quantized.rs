@@ -10,27 +10,16 @@
 
 mod common;
 
-use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QMatMul, QTensor};
+use candle_bench_fixtures::{load_quantized, GGML_BLOCK_TYPES};
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor};
 use common::*;
 use std::collections::BTreeSet;
 
-const QUANT_DTYPES: [GgmlDType; 14] = [
-    GgmlDType::F32,
-    GgmlDType::F16,
-    GgmlDType::BF16,
-    GgmlDType::Q4_0,
-    GgmlDType::Q4_1,
-    GgmlDType::Q5_0,
-    GgmlDType::Q5_1,
-    GgmlDType::Q8_0,
-    GgmlDType::Q2K,
-    GgmlDType::Q3K,
-    GgmlDType::Q4K,
-    GgmlDType::Q5K,
-    GgmlDType::Q6K,
-    GgmlDType::Q8K,
-];
+/// Every GgmlDType with cases: the float types, ggml's block types, Q8K.
+fn quant_dtypes() -> Vec<GgmlDType> {
+    [GgmlDType::F32, GgmlDType::F16, GgmlDType::BF16].into_iter().chain(GGML_BLOCK_TYPES).chain([GgmlDType::Q8K]).collect()
+}
 
 /// `GgmlDType`s without cases, and why.
 const QUANT_NOT_APPLICABLE: &[(&str, &str)] = &[(
@@ -82,7 +71,7 @@ fn qweight(dev: &Device, q: GgmlDType, dims: &[usize], seed: u64) -> Result<QTen
     } else if q == GgmlDType::Q8K {
         QTensor::quantize_onto(&w, q, dev)
     } else {
-        qtensor_from_ggml(q, &qc.data()?, dims.to_vec(), dev)
+        load_quantized(&qc, dev)
     }
 }
 
@@ -198,7 +187,7 @@ fn quant_cases(_k: &CudaKernels) -> Vec<Case> {
     let mut cases = vec![];
     // (n, k): n not a multiple of the mmq tiles, k a multiple of 256 (K-quants)
     let weights: [(usize, usize); 2] = [(72, 512), (257, 256)];
-    for q in QUANT_DTYPES {
+    for q in quant_dtypes() {
         let qn = format!("{q:?}");
         for (n, k) in weights {
             // ---- quantization bytes: on the device, onto the device, from raw GGUF bytes
@@ -218,7 +207,7 @@ fn quant_cases(_k: &CudaKernels) -> Vec<Case> {
                         match how {
                             "QTensor::quantize on the device" => QTensor::quantize(&w.to_device(dev)?, q)?,
                             "QTensor::quantize_onto" => QTensor::quantize_onto(&w, q, dev)?,
-                            _ => qtensor_from_ggml(q, &QTensor::quantize(&w, q)?.data()?, vec![n, k], dev)?,
+                            _ => load_quantized(&QTensor::quantize(&w, q)?, dev)?,
                         }
                     };
                     if !dev.is_cpu() && !qt.device().same_device(dev) {
@@ -417,7 +406,7 @@ fn quant_cases(_k: &CudaKernels) -> Vec<Case> {
 fn quantized_coverage() {
     let src = std::fs::read_to_string(repo_path("generated/candle-core/src/quantized/mod.rs")).unwrap();
     let variants = enum_variants(&src, "GgmlDType");
-    let ours: BTreeSet<String> = QUANT_DTYPES.iter().map(|q| format!("{q:?}")).collect();
+    let ours: BTreeSet<String> = quant_dtypes().iter().map(|q| format!("{q:?}")).collect();
     let na: BTreeSet<String> = QUANT_NOT_APPLICABLE.iter().map(|(q, _)| q.to_string()).collect();
     let missing: Vec<&String> = variants.iter().filter(|v| !ours.contains(*v) && !na.contains(*v)).collect();
     assert!(variants.len() >= 14, "parser found {variants:?}");
@@ -454,7 +443,7 @@ fn quantized_harness_cpu_vs_cpu() {
     r.push_cpu_runs_agree(&quant_cases(&k), &k);
     // The quantized outputs are close to the dequantized-weight product (sanity of the
     // RelToMax tolerances: the CPU's own activation quantization stays well inside them).
-    for q in QUANT_DTYPES.into_iter().filter(|&q| has_qmatmul(q)) {
+    for q in quant_dtypes().into_iter().filter(|&q| has_qmatmul(q)) {
         for xd in [DType::F32, DType::F16, DType::BF16] {
             let res = (|| -> Result<f64> {
                 let qw = qweight(&Device::Cpu, q, &[72, 512], 11)?;
@@ -483,4 +472,21 @@ fn quantized_harness_cpu_vs_cpu() {
         }
     }
     r.finish();
+}
+
+/// The shared fixtures (bench/fixtures) give the streams the benchmarks' result files were
+/// made with: the f32 bits of the first draws of bench/backend's uniform generator (seed 51)
+/// and bench/numerics' normal one (seed 17), as they were before the fixtures were shared,
+/// and the seeds of case names as these tests have always drawn them.
+#[test]
+fn fixture_streams_are_those_the_results_were_made_with() {
+    use candle_bench_fixtures::XorShift64Star;
+    let mut r = XorShift64Star::new(51);
+    let got: Vec<u32> = (0..4).map(|_| r.unit_f32().to_bits()).collect();
+    assert_eq!(got, [1052760224, 1057740083, 1043364680, 1057394879]);
+    let mut r = XorShift64Star::new(17);
+    let got: Vec<u32> = (0..4).map(|_| r.normal().to_bits()).collect();
+    assert_eq!(got, [3206910960, 1029267186, 1073529191, 1057299419]);
+    assert_eq!(seed_of(""), 0xcbf2_9ce4_8422_2325);
+    assert_eq!(seed_of("a"), 0xaf63_dc4c_8601_ec8c);
 }

@@ -99,15 +99,8 @@ impl Rng {
     }
 }
 
-/// FNV-1a of a case name: each case gets its own, stable seed.
-pub fn seed_of(s: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in s.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
+/// FNV-1a of a case name: each case gets its own, stable seed (the benchmarks' too).
+pub use candle_bench_fixtures::seed_of;
 
 /// How input values are drawn.
 #[derive(Clone, Copy, Debug)]
