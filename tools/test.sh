@@ -76,9 +76,10 @@ rm -rf "$gen_target/debug/examples"
 echo "== the collectives program as the GPU machine runs it (cargo xtask gpu-program collectives: allreduce-bandwidth and the"
 echo "   tensor-parallel program, ROCm 7.2's ABI, their libraries checked, packed), allreduce-bandwidth's unit tests, and a"
 echo "   corrupt id file said before any GPU call (the sweep itself: bench/collectives/run.sh)"
+# (the bundle's arches: the tensor-parallel binary shares every dependency with the bundle's build of its tests)
 coll="$tmp/collectives"
-cargo xtask gpu-program collectives --out "$coll"
-coll_lines=$(cargo xtask gpu-bundle --link-only "$tmp/collectives-lib")
+cargo xtask gpu-program collectives --archs gfx90a,gfx1030 --out "$coll"
+coll_lines=$(cargo xtask gpu-bundle --link-only "$tmp/collectives-lib" --archs gfx90a,gfx1030)
 mapfile -t coll_env <<<"$coll_lines"
 env "${coll_env[@]}" LD_LIBRARY_PATH="$coll/lib" \
   cargo test --release --manifest-path bench/collectives/Cargo.toml --target-dir "$PWD/target/gpu-bundle"

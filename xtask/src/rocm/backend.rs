@@ -56,6 +56,12 @@ fn packages(release: &Release) -> [(&'static str, &'static [&'static str], bool)
     ]
 }
 
+/// Upstream tests not run inside the root: (manifest, test name). candle-nn's
+/// `bf16_lfm_op_timings` (tests/bf16_conv_bench.rs) times CPU ops on large tensors and
+/// asserts nothing; in this debug build it took 160 s of CI's 2 cores. It still runs in
+/// release in the GPU bundle's CPU run.
+const NOT_RUN_IN_ROOT: &[(&str, &str)] = &[("generated/candle-nn/Cargo.toml", "bf16_lfm_op_timings")];
+
 /// Whether the release's libraries include RCCL's `librccl.so.N`.
 fn has_rccl(release: &Release) -> bool {
     release.sonames.iter().any(|s| s.starts_with("librccl.so."))
@@ -108,6 +114,13 @@ fn cargo_tests(root: &RocmRoot, workspace: &Path, manifest: &str, selection: &[&
         return Ok(test_artifacts(&String::from_utf8_lossy(&out.stdout)).into_iter().map(|a| a.path).collect());
     }
     cmd.env("RUST_BACKTRACE", "0");
+    let skipped: Vec<&str> = NOT_RUN_IN_ROOT.iter().filter(|(m, _)| *m == manifest).map(|(_, test)| *test).collect();
+    if !skipped.is_empty() {
+        cmd.arg("--");
+        for test in skipped {
+            cmd.args(["--skip", test]);
+        }
+    }
     let status = cmd.status().with_context(|| format!("running cargo in the ROCm {} root", root.release))?;
     if !status.success() {
         bail!("the tests of {manifest} failed in the ROCm {} root ({status})", root.release);
