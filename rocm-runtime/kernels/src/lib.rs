@@ -27,6 +27,12 @@
 //!   library path, so that another build of the same sources can stand in for
 //!   it (the NVIDIA run of `hip-on-cuda/`).
 //!
+//! * `CANDLE_ROCM_KERNELS_CACHE`: a directory where compiled units are kept,
+//!   keyed by everything that makes them (hipcc and its version, the arches,
+//!   every file of the kernel directory, the defines): another build of this
+//!   crate (another workspace or target directory) takes them instead of
+//!   compiling again. The GPU bundle's test builds share one.
+//!
 //! * `CANDLE_ROCM_MMQ_MFMA`: `0` compiles ggml's dp4a tiles for quantized
 //!   matmul on CDNA (gfx90a, gfx942) instead of its MFMA tiles, the default as
 //!   in ggml (gfx950 has dp4a tiles either way). RDNA3/RDNA4 take ggml's WMMA

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use super::cuda_names::{is_cuda_ident, mentions_cuda};
 use super::gaps::Gap;
-use super::mirror::{mirror_file, parse, twin_file, MirroredFile};
+use super::mirror::{mirror_file, parse, twin_file_of, MirroredFile};
 use super::node_attrs::item_attrs;
 use super::{mapping, rules};
 use crate::TranslateError;
@@ -43,13 +43,13 @@ pub struct CrateMirror {
 /// the source in provenance lines. Rust files that no `mod` reaches are
 /// copied as they are.
 pub fn mirror_crate(sources: &BTreeMap<String, String>, label: &str) -> Result<CrateMirror, TranslateError> {
-    mirror_targets(sources, &["src/lib.rs".to_string()], label)
+    mirror_targets(sources, &["src/lib.rs".to_string()], label, false)
 }
 
 /// [`mirror_crate`] for a package of several targets: the walk starts at
 /// each root (`src/lib.rs`, `examples/llama/main.rs`, ...). A module file
 /// that two targets reach is translated once.
-pub fn mirror_targets(sources: &BTreeMap<String, String>, roots: &[String], label: &str) -> Result<CrateMirror, TranslateError> {
+pub fn mirror_targets(sources: &BTreeMap<String, String>, roots: &[String], label: &str, gate_cuda: bool) -> Result<CrateMirror, TranslateError> {
     let mut out = CrateMirror::default();
     let mut level: Vec<Queued> = roots.iter().map(|r| (r.clone(), r.clone(), Mode::Twin)).collect();
     let mut reached = BTreeSet::new();
@@ -58,7 +58,7 @@ pub fn mirror_targets(sources: &BTreeMap<String, String>, roots: &[String], labe
     // (and the first error reported) does not depend on the thread count.
     while !level.is_empty() {
         let done: Vec<Result<(MirroredFile, Vec<Queued>), TranslateError>> =
-            level.par_iter().map(|(input, output, mode)| mirror_module(sources, label, input, output, *mode)).collect();
+            level.par_iter().map(|(input, output, mode)| mirror_module(sources, label, input, output, *mode, gate_cuda)).collect();
         let mut next = Vec::new();
         for ((input, output, mode), result) in level.into_iter().zip(done) {
             let (result, children) = result?;
@@ -94,7 +94,7 @@ pub fn mirror_targets(sources: &BTreeMap<String, String>, roots: &[String], labe
 
 /// One module of [`mirror_crate`]: its translation in `mode`, and its child
 /// modules (`mod x;`) with the paths and modes they get.
-fn mirror_module(sources: &BTreeMap<String, String>, label: &str, input: &str, output: &str, mode: Mode) -> Result<(MirroredFile, Vec<Queued>), TranslateError> {
+fn mirror_module(sources: &BTreeMap<String, String>, label: &str, input: &str, output: &str, mode: Mode, gate_cuda: bool) -> Result<(MirroredFile, Vec<Queued>), TranslateError> {
     let source = sources.get(input).ok_or_else(|| TranslateError::unsupported(input, 0, "mod", "the module's file is missing"))?;
     let file_label = format!("{label} {input}");
     let untwinned = mapping::UNTWINNED_FILES.iter().find(|(path, _, _)| *path == input);
@@ -103,7 +103,7 @@ fn mirror_module(sources: &BTreeMap<String, String>, label: &str, input: &str, o
             let (_, feature, reason) = untwinned.expect("checked");
             MirroredFile { text: source.clone(), unmapped: BTreeSet::new(), rule_counts: BTreeMap::new(), gaps: vec![Gap::new(input, 1, "the whole file (no ROCm twins)", feature, reason)] }
         }
-        Mode::Twin => twin_file(input, &file_label, source)?,
+        Mode::Twin => twin_file_of(input, &file_label, source, gate_cuda)?,
         Mode::Mirror => mirror_file(input, &file_label, source)?,
         Mode::Verbatim => MirroredFile { text: source.clone(), unmapped: BTreeSet::new(), rule_counts: BTreeMap::new(), gaps: vec![] },
     };
@@ -231,7 +231,7 @@ mod tests {
             ("examples/custom-ops/cuda_kernels.rs", "pub const K: &str = \"\";\n"),
         ]);
         let roots = ["src/lib.rs", "examples/a/main.rs", "examples/custom-ops/main.rs"].map(String::from);
-        let out = mirror_targets(&src, &roots, "candle-examples 9.9.9").unwrap();
+        let out = mirror_targets(&src, &roots, "candle-examples 9.9.9", false).unwrap();
         assert!(out.files["examples/a/common.rs"].contains("fn on_rocm()"), "{}", out.files["examples/a/common.rs"]);
         assert_eq!(out.files["examples/custom-ops/main.rs"], custom);
         assert_eq!(out.gaps.len(), 1);

@@ -169,9 +169,22 @@ pub const NO_ROCM_BACKEND: &[(&str, &str, &str)] = &[(
     "ug's kernel code generator has CUDA and Metal backends only; ug kernels cannot be compiled for ROCm (candle 0.9.x's CudaDevice::compile)",
 )];
 
-/// Upstream crates regen does not mirror that depend on crates.io
-/// candle-core (rule `package-patches`: a package depending on one gets a
-/// `[patch.crates-io]` to its generated siblings).
+/// The candle packages with a `cuda` feature: a package that depends on one
+/// with that feature on unconditionally needs CUDA (rule `cuda-dependency-features`).
+pub const CUDA_FEATURE_PACKAGES: &[&str] = &["candle-core", "candle-nn", "candle-transformers"];
+
+/// Dev-dependencies that publishing dropped (a path-only dependency in the
+/// checkout's manifest is left out of the crates.io one) though the published
+/// tests need them: (package, dev-dependency). Rule `restored-dev-dependencies`
+/// adds them back as the generated sibling (candle-flash-attn's tests call
+/// `candle_nn::ops::softmax` for their reference).
+pub const RESTORED_DEV_DEPENDENCIES: &[(&str, &str)] = &[("candle-flash-attn", "candle-nn")];
+
+/// Upstream crates that depend on crates.io candle-core and that regen does
+/// not mirror, or not for every release (candle-flash-attn: only where its
+/// `run_mha` is the ABI of kernels/candle_flash_attn.hip). Rule
+/// `package-patches`: a package depending on one that is not a generated
+/// sibling gets a `[patch.crates-io]` to its generated siblings.
 pub const UNMIRRORED_CANDLE_DEPENDENTS: &[&str] = &["candle-datasets", "candle-onnx", "candle-flash-attn"];
 
 /// The hand-written crates the ROCm feature adds, as (package, path relative

@@ -10,7 +10,7 @@ use syn::visit_mut::VisitMut;
 use super::gaps::Gap;
 use super::pass::{self, FileState, Pass};
 use super::prune::Pruner;
-use super::{branch_twins, device_predicates, field_inits, rules, skip_without_device, twins, wave_launches};
+use super::{branch_twins, cuda_gates, device_predicates, field_inits, rules, skip_without_device, twins, wave_launches};
 use crate::TranslateError;
 
 /// What runs on a mirrored file after the token rules ([`rules`]), in order.
@@ -26,6 +26,7 @@ pub const MIRROR_PASSES: &[Pass] = &[
 
 /// What runs on a file that is not CUDA-only, in order.
 pub const TWIN_PASSES: &[Pass] = &[
+    Pass { name: "cuda-gates", apply: |s, f| Ok(if s.gate_cuda { cuda_gates::gate(f) } else { 0 }) },
     Pass { name: "twins", apply: twins::apply },
     Pass { name: "device-predicates", apply: |s, f| device_predicates::rewrite(s.file, f) },
     Pass { name: "branch-twins", apply: |s, f| {
@@ -92,8 +93,15 @@ pub fn mirror_file(file: &str, label: &str, source: &str) -> Result<MirroredFile
 /// Adds ROCm twins to a file that is not CUDA-only (`storage.rs`,
 /// `device.rs`, ...). A file that needs none is returned unchanged.
 pub fn twin_file(file: &str, label: &str, source: &str) -> Result<MirroredFile, TranslateError> {
+    twin_file_of(file, label, source, false)
+}
+
+/// [`twin_file`] for a file of a package that needs CUDA unconditionally
+/// upstream (`gate_cuda`: rule `cuda-gates` runs first).
+pub fn twin_file_of(file: &str, label: &str, source: &str, gate_cuda: bool) -> Result<MirroredFile, TranslateError> {
     let mut parsed = parse(file, source)?;
     let mut state = FileState::new(file, label);
+    state.gate_cuda = gate_cuda;
     pass::run(TWIN_PASSES, &mut state, &mut parsed)?;
     let text = if state.counts.is_empty() && state.gaps.is_empty() { source.to_string() } else { format!("{}{}", provenance(label, "with ROCm twins"), print(&mut parsed)) };
     Ok(MirroredFile { text, unmapped: BTreeSet::new(), rule_counts: state.counts, gaps: state.gaps })

@@ -19,6 +19,7 @@
 pub mod branch_twins;
 pub mod cfg;
 pub mod crate_walk;
+pub mod cuda_gates;
 pub mod cuda_names;
 pub mod device_predicates;
 pub mod field_inits;
@@ -37,4 +38,4 @@ pub mod wave_launches;
 
 pub use crate_walk::{mirror_crate, mirror_targets, CrateMirror};
 pub use gaps::{describe, Gap};
-pub use mirror::{mirror_file, twin_file, MirroredFile};
+pub use mirror::{mirror_file, twin_file, twin_file_of, MirroredFile};

@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use super::mapping::{DEVICE_TYPE_CRATES, FEATURES, FEATURE_DEPENDENCIES, UNMIRRORABLE_FEATURES, UNMIRRORABLE_FEATURE_DEPENDENCIES, UNMIRRORED_CANDLE_DEPENDENTS};
+use super::mapping::{CUDA_FEATURE_PACKAGES, DEVICE_TYPE_CRATES, RESTORED_DEV_DEPENDENCIES, FEATURES, FEATURE_DEPENDENCIES, UNMIRRORABLE_FEATURES, UNMIRRORABLE_FEATURE_DEPENDENCIES, UNMIRRORED_CANDLE_DEPENDENTS};
 use super::cuda_names::is_cuda_ident;
 use super::gaps::Gap;
 use super::rules;
@@ -51,7 +51,8 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
     })?;
     let device_type_features = device_type_features(file, manifest, &table)?;
     let mut gaps = Vec::new();
-    let mut twinned_features = 0;
+    let mut twinned_features = cuda_as_feature(&mut table);
+    drop_uncarried_build_script(&mut table, has_file);
     let mut new_deps: Vec<String> = Vec::new();
 
     if let Some(features) = table.get_mut("features").and_then(|f| f.as_table_mut()) {
@@ -122,6 +123,7 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
             }
         }
     }
+    restore_dev_dependencies(&mut table, paths);
     add_sibling_patches(&mut table, paths);
     table.remove("bench");
     // tests and examples whose files the mirrored package carries stay
@@ -152,6 +154,89 @@ fn is_cuda_feature(name: &str) -> bool {
 
 /// The name of a CUDA feature's ROCm twin: [`FEATURES`] (`nccl` → `rccl`),
 /// else the word rule (`cuda` → `rocm`, `cuda-graphs` → `rocm-graphs`).
+/// The dependencies on mirrored candle crates that upstream builds with `cuda`
+/// unconditionally (candle-flash-attn: `candle = { package = "candle-core",
+/// features = ["cuda"] }`): their keys.
+fn unconditional_cuda_dependencies(table: &toml::Table) -> Vec<String> {
+    let Some(deps) = table.get("dependencies").and_then(|d| d.as_table()) else { return Vec::new() };
+    deps.iter()
+        .filter(|(key, spec)| {
+            let package = dependency_package(key, spec.get("package"));
+            let optional = spec.get("optional").and_then(|o| o.as_bool()).unwrap_or(false);
+            CUDA_FEATURE_PACKAGES.contains(&package) && !optional && spec.get("features").and_then(|f| f.as_array()).is_some_and(|f| f.iter().any(|v| v.as_str() == Some("cuda")))
+        })
+        .map(|(key, _)| key.clone())
+        .collect()
+}
+
+/// Whether upstream's package needs CUDA unconditionally (a dependency on a
+/// candle crate with feature `cuda`): its sources are then mirrored with rule
+/// `cuda-gates`.
+pub fn requires_cuda(manifest: &str) -> bool {
+    manifest.parse::<toml::Table>().is_ok_and(|t| !unconditional_cuda_dependencies(&t).is_empty())
+}
+
+/// Rule `cuda-dependency-features`: a candle dependency upstream builds with
+/// `cuda` unconditionally loses that feature, and the package gets a `cuda`
+/// feature that turns it on (`cuda = ["candle/cuda"]`), whose twin (`rocm =
+/// ["candle/rocm"]`) the feature rule makes: the package then builds with
+/// either backend, as the others do. Returns how many features it made.
+fn cuda_as_feature(table: &mut toml::Table) -> usize {
+    let keys = unconditional_cuda_dependencies(table);
+    for key in &keys {
+        if let Some(features) = table.get_mut("dependencies").and_then(|d| d.get_mut(key)).and_then(|s| s.get_mut("features")).and_then(|f| f.as_array_mut()) {
+            features.retain(|v| v.as_str() != Some("cuda"));
+        }
+    }
+    if keys.is_empty() {
+        return 0;
+    }
+    let features = table.entry("features").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let Some(features) = features.as_table_mut() else { return 0 };
+    let cuda = features.entry("cuda").or_insert_with(|| toml::Value::Array(Vec::new()));
+    if let Some(values) = cuda.as_array_mut() {
+        for key in &keys {
+            values.push(toml::Value::String(format!("{key}/cuda")));
+        }
+    }
+    keys.len()
+}
+
+/// Rule `restored-dev-dependencies`: the dev-dependencies of
+/// [`RESTORED_DEV_DEPENDENCIES`] that the manifest lacks, as generated siblings.
+fn restore_dev_dependencies(table: &mut toml::Table, paths: &PackagePaths) {
+    let package = table.get("package").and_then(|p| p.get("name")).and_then(|n| n.as_str()).unwrap_or_default().to_string();
+    let version = table.get("package").and_then(|p| p.get("version")).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    for (_, dep) in RESTORED_DEV_DEPENDENCIES.iter().filter(|(p, _)| *p == package) {
+        let Some(path) = paths.siblings.get(*dep) else { continue };
+        let devs = table.entry("dev-dependencies").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if let Some(devs) = devs.as_table_mut() {
+            if !devs.contains_key(*dep) {
+                let mut spec = toml::Table::new();
+                spec.insert("path".into(), toml::Value::String(path.clone()));
+                spec.insert("version".into(), toml::Value::String(version.clone()));
+                devs.insert(dep.to_string(), toml::Value::Table(spec));
+            }
+        }
+    }
+}
+
+/// Rule `uncarried-build-script`: a build script the mirrored package does not
+/// carry (candle-flash-attn's, which compiles its CUDA kernels with nvcc) goes
+/// from the manifest with its build dependencies; the ROCm side's kernels are
+/// built by the kernels crate.
+fn drop_uncarried_build_script(table: &mut toml::Table, has_file: &dyn Fn(&str) -> bool) {
+    let script = table.get("package").and_then(|p| p.get("build")).and_then(|b| b.as_str()).map(str::to_string);
+    if let Some(script) = script {
+        if !has_file(&script) {
+            if let Some(package) = table.get_mut("package").and_then(|p| p.as_table_mut()) {
+                package.remove("build");
+            }
+            table.remove("build-dependencies");
+        }
+    }
+}
+
 fn twin_feature(name: &str) -> String {
     FEATURES.iter().find(|(from, _)| *from == name).map_or_else(|| rules::rename(name).0, |(_, to)| to.to_string())
 }
@@ -174,7 +259,7 @@ fn add_sibling_patches(table: &mut toml::Table, paths: &PackagePaths) {
             depends_on.push(dependency_package(key, spec.get("package")).to_string());
         }
     }
-    if !depends_on.iter().any(|p| UNMIRRORED_CANDLE_DEPENDENTS.contains(&p.as_str())) {
+    if !depends_on.iter().any(|p| UNMIRRORED_CANDLE_DEPENDENTS.contains(&p.as_str()) && !paths.siblings.contains_key(p)) {
         return;
     }
     let patches: toml::Table = paths
@@ -352,6 +437,27 @@ optional = true
         assert_eq!(t["features"]["rccl"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>(), ["rocm", "candle-rocm-hip/rccl", "dep:half"]);
         assert_eq!(t["dependencies"]["candle-rocm-hip"]["optional"].as_bool(), Some(true));
         assert_eq!(t["dependencies"]["candle-rocm-hip"]["path"].as_str(), Some("../../rocm-runtime/hip"));
+    }
+
+    #[test]
+    fn a_package_that_needs_cuda_gets_cuda_and_rocm_features_and_no_cuda_build_script() {
+        let fa = "[package]\nname = \"candle-flash-attn\"\nversion = \"0.11.1\"\nbuild = \"build.rs\"\n[dependencies.candle]\nversion = \"0.11.1\"\npackage = \"candle-core\"\nfeatures = [\"cuda\"]\n[build-dependencies.cudaforge]\nversion = \"0.1.2\"\n";
+        assert!(requires_cuda(fa));
+        let out = mirror_manifest("Cargo.toml", "x", fa, &paths(), &|p| p != "build.rs").unwrap();
+        let t: toml::Table = out.text.parse().unwrap();
+        let values = |f: &str| t["features"][f].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect::<Vec<_>>();
+        assert_eq!(values("cuda"), ["candle/cuda"]);
+        assert_eq!(values("rocm"), ["candle/rocm"]);
+        assert!(t["dependencies"]["candle"]["features"].as_array().unwrap().is_empty(), "{}", out.text);
+        assert!(t["package"].get("build").is_none() && t.get("build-dependencies").is_none(), "{}", out.text);
+        // the dev-dependency publishing dropped comes back as the generated sibling
+        let mut with_nn = paths();
+        with_nn.siblings.insert("candle-nn".into(), "../candle-nn".into());
+        let t: toml::Table = mirror_manifest("Cargo.toml", "x", fa, &with_nn, &|_| true).unwrap().text.parse().unwrap();
+        assert_eq!(t["dev-dependencies"]["candle-nn"]["path"].as_str(), Some("../candle-nn"));
+        // a package whose candle dependency has no unconditional cuda is left alone
+        let nn = "[package]\nname = \"candle-nn\"\nversion = \"0.11.1\"\n[features]\ncuda = [\"candle/cuda\"]\n[dependencies.candle]\nversion = \"0.11.1\"\npackage = \"candle-core\"\n";
+        assert!(!requires_cuda(nn));
     }
 
     #[test]

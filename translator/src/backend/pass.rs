@@ -16,11 +16,14 @@ pub struct FileState<'a> {
     pub counts: BTreeMap<&'static str, usize>,
     /// What was left out, with the reason.
     pub gaps: Vec<Gap>,
+    /// The package needs CUDA unconditionally upstream: its CUDA items are gated
+    /// on the `cuda` feature before they are twinned (rule `cuda-gates`).
+    pub gate_cuda: bool,
 }
 
 impl<'a> FileState<'a> {
     pub fn new(file: &'a str, label: &'a str) -> Self {
-        FileState { file, label, counts: BTreeMap::new(), gaps: Vec::new() }
+        FileState { file, label, counts: BTreeMap::new(), gaps: Vec::new(), gate_cuda: false }
     }
 }
 

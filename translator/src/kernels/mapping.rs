@@ -50,6 +50,37 @@ pub const COMPAT_HEADERS: &[(&str, &str)] = &[
     ("candle_hip_overloads.h", include_str!("../../compat/candle_hip_overloads.h")),
 ];
 
+/// candle-rocm's own kernel units written into `generated/kernels/` beside the
+/// translations (name, text, what upstream source they stand for and why it is not
+/// translated): kernels with no translatable upstream source. PARITY.md lists them.
+pub const OWN_UNITS: &[(&str, &str, &str)] = &[(
+    "candle_flash_attn.hip",
+    include_str!("../../compat/candle_flash_attn.hip"),
+    "candle-flash-attn's C ABI `run_mha` (upstream's kernels/flash_api.cu, same arguments): upstream's kernels are CUTLASS/CuTe \
+     with SM80 MMA atoms, which have no AMD meaning, so this forward (tiled Q·Kᵀ, online softmax, P·V, O(n) memory) is written for HIP",
+)];
+
+/// The parameters of the C ABI `candle_flash_attn.hip` implements, in order:
+/// candle-flash-attn 0.11.1's `run_mha` (src/ffi.rs). A release whose `run_mha`
+/// declares other parameters (0.9.x and 0.10.x have no `total_q`, paged KV,
+/// mm-prefix ranges or stream) cannot call it: regen leaves that release's
+/// candle-flash-attn out and says so.
+pub const RUN_MHA_PARAMETERS: &[&str] = &[
+    "q_ptr", "k_ptr", "v_ptr", "o_ptr", "softmax_lse_ptr", "alibi_slopes_ptr", "cu_seqlens_q_ptr",
+    "cu_seqlens_k_ptr", "q_batch_stride", "k_batch_stride", "v_batch_stride", "o_batch_stride",
+    "alibi_slopes_batch_stride", "q_row_stride", "k_row_stride", "v_row_stride", "o_row_stride",
+    "q_head_stride", "k_head_stride", "v_head_stride", "o_head_stride", "b", "h", "h_k", "d", "d_rounded",
+    "softmax_scale", "seqlen_q", "seqlen_k", "seqlen_q_rounded", "seqlen_k_rounded", "total_q", "is_bf16",
+    "is_causal", "unpadded_lse", "window_size_left", "window_size_right", "softcap", "block_table_ptr",
+    "block_table_batch_stride", "page_block_size", "mm_prefix_ranges_ptr", "mm_prefix_range_batch_stride",
+    "max_mm_prefix_ranges", "stream_ptr",
+];
+
+/// Which of [`OWN_UNITS`] are linked as static-library units (host launchers called
+/// through `extern "C"`), as patterns in the form of MANIFEST.toml's
+/// `[kernels] static_library` (the unit's name with `.cu`).
+pub const OWN_STATIC_LIBRARY: &[&str] = &["candle_flash_attn.cu"];
+
 /// Qualified names (`::`-joined, trivia between the parts ignored) → replacement.
 /// Matched before [`IDENTIFIERS`].
 pub const QUALIFIED: &[(&[&str], &str)] = &[

@@ -153,7 +153,7 @@ pub fn run(args: KernelResourcesArgs) -> Result<ExitCode> {
     let cuda = CudaReference::read(&reference_path)?;
     let build_dir = match &args.build_dir {
         Some(dir) => at(dir),
-        None => compile(&root, &hipcc, &arches, &config.kernels.static_library, &rocm)?,
+        None => compile(&root, &hipcc, &arches, &crate::regen::static_library(&config.kernels.static_library), &rocm)?,
     };
     let files = code_object_files(&build_dir)?;
     if files.is_empty() {

@@ -43,6 +43,13 @@ fn test_builds() -> Vec<TestBuild> {
             manifest: "generated/candle-nn/Cargo.toml",
             args: vec!["--features".into(), "rocm".into(), "--lib".into(), "--tests".into()],
         },
+        // candle-flash-attn: upstream's tests of the flash-attention ops, over
+        // candle-rocm's own run_mha (kernels/candle_flash_attn.hip)
+        TestBuild {
+            group: "candle-flash-attn",
+            manifest: "generated/candle-flash-attn/Cargo.toml",
+            args: vec!["--features".into(), "rocm".into(), "--tests".into()],
+        },
         TestBuild {
             group: "scratch-rocm",
             manifest: "tests/scratch-rocm/Cargo.toml",
@@ -64,10 +71,16 @@ fn test_builds() -> Vec<TestBuild> {
     ]
 }
 
-/// Builds the test binaries of every test build (in `target_dir`, with `env`).
-pub fn build_all(root: &Path, target_dir: &Path, env: &[(&str, &str)]) -> Result<Vec<TestBinary>> {
+/// The groups of the bundle's test builds, in order.
+pub fn groups() -> Vec<&'static str> {
+    test_builds().iter().map(|b| b.group).collect()
+}
+
+/// Builds the test binaries of every test build (in `target_dir`, with `env`),
+/// or of those in `only` when it names any.
+pub fn build_all(root: &Path, target_dir: &Path, env: &[(&str, &str)], only: &[String]) -> Result<Vec<TestBinary>> {
     let mut binaries = Vec::new();
-    for build in &test_builds() {
+    for build in test_builds().iter().filter(|b| only.is_empty() || only.iter().any(|g| g == b.group)) {
         eprintln!(
             "== {}: test binaries with feature rocm, release, linked against the forwarder",
             build.group

@@ -85,6 +85,11 @@ pub struct BundleArgs {
     /// HIP/rocBLAS/rocRAND imports are checked as the bundle's binaries' are.
     #[arg(long, value_name = "BIN", requires = "link_only", num_args = 1..)]
     check_imports: Vec<PathBuf>,
+    /// Only these groups' test binaries (candle-core, candle-nn, candle-flash-attn,
+    /// scratch-rocm, tensor-parallel, candle-rocm-hip): a partial bundle, for a GPU
+    /// run of one part. Default: every group.
+    #[arg(long, value_name = "GROUP", num_args = 1..)]
+    group: Vec<String>,
 }
 
 /// What a binary needs to be linked as the bundle's binaries are: the forwarder,
@@ -94,8 +99,8 @@ pub struct Linked {
     pub forwarder: PathBuf,
     pub link: stubs::LinkDir,
     /// The bundle's build environment (CANDLE_ROCM_LIB_DIR, CANDLE_ROCM_LINK_*,
-    /// CANDLE_ROCM_ARCHS, CANDLE_ROCM_LAUNCHERS=shared, the release profile's
-    /// debug info and stripping).
+    /// CANDLE_ROCM_ARCHS, CANDLE_ROCM_LAUNCHERS=shared, the kernels crate's cache,
+    /// the release profile's debug info and stripping).
     pub env: Vec<(&'static str, String)>,
 }
 
@@ -110,7 +115,11 @@ pub fn link(root: &Path, archs: &str, rocm_root: Option<&Path>) -> Result<Linked
         bail!("{} was not built", forwarder.display());
     }
     let link = stubs::link_dir(root, &root.join("target/gpu-bundle"), rocm_root, &forwarder)?;
+    // the test builds are one workspace each (each with its own build of the kernels
+    // crate): they share the compiled kernels through the kernels crate's cache
+    let cache = root.join("target/gpu-bundle/kernels-cache");
     let env = vec![
+        ("CANDLE_ROCM_KERNELS_CACHE", cache.display().to_string()),
         ("CANDLE_ROCM_LIB_DIR", link.dir.display().to_string()),
         ("CANDLE_ROCM_LINK_ROCBLAS", "1".into()),
         ("CANDLE_ROCM_LINK_ROCRAND", "1".into()),
@@ -162,7 +171,10 @@ pub fn run(args: BundleArgs) -> Result<std::process::ExitCode> {
     if let Some(dir) = &args.link_only {
         return link_only(&root.join(dir), &args.check_imports, &linked);
     }
-    let binaries = binaries::build_all(&root, &target_dir, &linked.env_refs())?;
+    if let Some(unknown) = args.group.iter().find(|g| !binaries::groups().contains(&g.as_str())) {
+        bail!("no test group {unknown:?} in the bundle; the groups: {}", binaries::groups().join(", "));
+    }
+    let binaries = binaries::build_all(&root, &target_dir, &linked.env_refs(), &args.group)?;
 
     if out.exists() {
         std::fs::remove_dir_all(&out)

@@ -170,7 +170,7 @@ mod tests {
 
     fn upstream() -> Upstream {
         let c = |name: &str| CrateSource { name: name.into(), version: "0.11.1".into(), root: PathBuf::from("/abs/path").join(name), license: "MIT OR Apache-2.0".into(), repository: "https://example.org/candle".into() };
-        Upstream { origin: Origin::CratesIo, kernels: c("candle-kernels"), core: c("candle-core"), nn: c("candle-nn"), transformers: Some(c("candle-transformers")), examples: Some(c("candle-examples")) }
+        Upstream { origin: Origin::CratesIo, kernels: c("candle-kernels"), core: c("candle-core"), nn: c("candle-nn"), flash_attn: Some(c("candle-flash-attn")), transformers: Some(c("candle-transformers")), examples: Some(c("candle-examples")) }
     }
 
     fn kernels_step() -> StepOutput {

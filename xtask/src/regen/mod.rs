@@ -85,7 +85,7 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
     let input = StepInput { upstream: &upstream, rocm_crates: rocm_crate_paths(&root, &out_dir) };
     // the steps are independent: they run on the thread pool (as do the files inside them)
     let steps = STEPS.par_iter().map(|step| step(&input)).collect::<Result<Vec<_>>>()?;
-    let tree = assemble(&upstream, &config.kernels.static_library, &steps)?;
+    let tree = assemble(&upstream, &static_library(&config.kernels.static_library), &steps)?;
     if args.check {
         let (up_to_date, text) = tree::check_report(&on_disk, &tree, &label);
         report(&upstream, &steps, &tree, &label, start);
@@ -144,6 +144,12 @@ fn rocm_crate_paths(root: &Path, out_dir: &Path) -> BTreeMap<String, String> {
             (name.to_string(), path)
         })
         .collect()
+}
+
+/// MANIFEST.toml's `[kernels] static_library`: upstream's patterns (upstream.toml), then
+/// those of candle-rocm's own units (the flash-attention launcher).
+pub fn static_library(upstream: &[String]) -> Vec<String> {
+    upstream.iter().cloned().chain(translator::kernels::mapping::OWN_STATIC_LIBRARY.iter().map(|p| p.to_string())).collect()
 }
 
 /// The whole generated tree: every step's files, the upstream license files,
@@ -228,7 +234,7 @@ mod tests {
             std::fs::create_dir_all(&root).unwrap();
             CrateSource { name: name.into(), version: "1.2.3".into(), root, license: "MIT".into(), repository: String::new() }
         };
-        Upstream { origin: Origin::CratesIo, kernels: c("candle-kernels"), core: c("candle-core"), nn: c("candle-nn"), transformers: Some(c("candle-transformers")), examples: Some(c("candle-examples")) }
+        Upstream { origin: Origin::CratesIo, kernels: c("candle-kernels"), core: c("candle-core"), nn: c("candle-nn"), flash_attn: Some(c("candle-flash-attn")), transformers: Some(c("candle-transformers")), examples: Some(c("candle-examples")) }
     }
 
     /// A stand-in for the translator: the identity on `.cu` files.

@@ -220,6 +220,10 @@ pub fn render(tree: &Tree, inputs: &[String], gaps: &[Gap]) -> String {
             .or_else(|| gaps.iter().find(|g| g.construct.starts_with("pub mod") && g.construct.split_whitespace().any(|w| w == module))).map(|g| format!("feature `{}`: {}", g.feature, g.reason)).unwrap_or_else(|| "unexplained: no rule left it out on purpose".to_string());
         let _ = writeln!(s, "- {} `{}`: {reason}", r.category, r.cuda);
     }
+    s.push_str("\n## Hand-written, not translated\n\n");
+    for (name, _, why) in translator::kernels::mapping::OWN_UNITS {
+        let _ = writeln!(s, "- `kernels/{name}` (from translator/compat/{name}): {why}");
+    }
     s.push_str("\n## Left out by rule `unmirrorable-features`\n\n");
     for g in gaps {
         let _ = writeln!(s, "- `{}:{}` {} (feature `{}`): {}", g.file, g.line, g.construct.replace('`', "'"), g.feature, g.reason);

@@ -53,7 +53,7 @@ pub struct StepInput<'a> {
 pub type Step = fn(&StepInput) -> Result<StepOutput>;
 
 /// Every step, in order. Their output subtrees must not overlap.
-pub const STEPS: &[Step] = &[kernels, candle_core, candle_nn, candle_transformers, candle_examples];
+pub const STEPS: &[Step] = &[kernels, candle_core, candle_nn, candle_flash_attn, candle_transformers, candle_examples];
 
 /// candle-kernels `src/**/*.{cu,cuh}` → `generated/kernels/`.
 ///
@@ -130,6 +130,73 @@ pub fn candle_core(input: &StepInput) -> Result<StepOutput> {
 /// embeddings and MoE have CUDA custom ops of their own).
 pub fn candle_nn(input: &StepInput) -> Result<StepOutput> {
     mirror_package(input, &input.upstream.nn, "candle-nn", &LIBRARY)
+}
+
+/// candle-flash-attn → `generated/candle-flash-attn/`: its Rust side (the
+/// flash-attention custom ops, whose `cuda_fwd` get `rocm_fwd` twins) and
+/// upstream's tests. Upstream's CUDA kernels and their build script are not
+/// carried: `run_mha` is candle-rocm's own `kernels/candle_flash_attn.hip`,
+/// linked with the kernels crate's launchers.
+pub fn candle_flash_attn(input: &StepInput) -> Result<StepOutput> {
+    let step = "candle-flash-attn";
+    if let Some(krate) = &input.upstream.flash_attn {
+        if let Some(params) = foreign_run_mha(krate)? {
+            return Ok(StepOutput {
+                name: step,
+                notes: vec![format!(
+                    "{step}: not mirrored: {} {}'s run_mha ({} parameters) is not the C ABI kernels/candle_flash_attn.hip implements (candle-flash-attn 0.11.1's, {} parameters)",
+                    krate.name,
+                    krate.version,
+                    params,
+                    translator::kernels::mapping::RUN_MHA_PARAMETERS.len()
+                )],
+                ..Default::default()
+            });
+        }
+    }
+    mirror_optional(input, input.upstream.flash_attn.as_ref(), step, &LIBRARY)
+}
+
+/// The number of parameters of candle-flash-attn's `run_mha` when they are not
+/// those kernels/candle_flash_attn.hip implements (that release is not mirrored).
+fn foreign_run_mha(krate: &CrateSource) -> Result<Option<usize>> {
+    let ffi = krate.root.join("src/ffi.rs");
+    let text = std::fs::read_to_string(&ffi).with_context(|| format!("reading {}", ffi.display()))?;
+    let params = run_mha_parameters(&text).with_context(|| format!("{}: no `fn run_mha` in an extern block", ffi.display()))?;
+    Ok((params != translator::kernels::mapping::RUN_MHA_PARAMETERS).then_some(params.len()))
+}
+
+/// The upstream packages regen mirrors (all but candle-kernels, and candle-flash-attn
+/// only where its `run_mha` is the ABI of kernels/candle_flash_attn.hip).
+fn mirrored_packages(upstream: &Upstream) -> Result<Vec<&CrateSource>> {
+    let mut out = Vec::new();
+    for krate in upstream.packages() {
+        let foreign = upstream.flash_attn.as_ref().is_some_and(|fa| fa.name == krate.name) && foreign_run_mha(krate)?.is_some();
+        if !foreign {
+            out.push(krate);
+        }
+    }
+    Ok(out)
+}
+
+/// The parameter names of `fn run_mha` in an `extern` block of `ffi`.
+fn run_mha_parameters(ffi: &str) -> Option<Vec<String>> {
+    let file = syn::parse_file(ffi).ok()?;
+    file.items.iter().find_map(|item| match item {
+        syn::Item::ForeignMod(block) => block.items.iter().find_map(|f| match f {
+            syn::ForeignItem::Fn(f) if f.sig.ident == "run_mha" => Some(
+                f.sig.inputs.iter().filter_map(|a| match a {
+                    syn::FnArg::Typed(t) => match &*t.pat {
+                        syn::Pat::Ident(i) => Some(i.ident.to_string()),
+                        _ => None,
+                    },
+                    _ => None,
+                }).collect(),
+            ),
+            _ => None,
+        }),
+        _ => None,
+    })
 }
 
 /// candle-transformers → `generated/candle-transformers/` (models whose
@@ -217,7 +284,9 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str, sh
         let text = String::from_utf8(bytes.clone()).map_err(|_| anyhow!("{}/{path}: not UTF-8", krate.name))?;
         sources.insert(path.clone(), text);
     }
-    let mirror = translator::backend::mirror_targets(&sources, &roots, &label).map_err(|e| anyhow!("{}: {e}", krate.name))?;
+    // a package that needs CUDA unconditionally upstream gets its CUDA items gated first
+    let gate_cuda = translator::backend::package::requires_cuda(&manifest_text);
+    let mirror = translator::backend::mirror_targets(&sources, &roots, &label, gate_cuda).map_err(|e| anyhow!("{}: {e}", krate.name))?;
 
     let mut out: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for (path, text) in &mirror.files {
@@ -229,7 +298,7 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str, sh
         if path.starts_with("tests/") && path.ends_with(".rs") {
             // upstream's tests match on devices too: their CUDA arms get twins
             let text = String::from_utf8(bytes.clone()).map_err(|_| anyhow!("{}/{path}: not UTF-8", krate.name))?;
-            let twinned = translator::backend::twin_file(path, &format!("{label} {path}"), &text).map_err(|e| anyhow!("{}: {e}", krate.name))?;
+            let twinned = translator::backend::twin_file_of(path, &format!("{label} {path}"), &text, gate_cuda).map_err(|e| anyhow!("{}: {e}", krate.name))?;
             for (rule, n) in twinned.rule_counts {
                 *test_counts.entry(rule).or_default() += n;
             }
@@ -242,7 +311,7 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str, sh
     let paths = translator::backend::package::PackagePaths {
         rocm_crates: input.rocm_crates.clone(),
         // every other mirrored package is a sibling under generated/
-        siblings: input.upstream.packages().into_iter().filter(|c| c.name != krate.name).map(|c| (c.name.clone(), format!("../{}", c.name))).collect(),
+        siblings: mirrored_packages(input.upstream)?.into_iter().filter(|c| c.name != krate.name).map(|c| (c.name.clone(), format!("../{}", c.name))).collect(),
     };
     let manifest = translator::backend::package::mirror_manifest("Cargo.toml", &label, &manifest_text, &paths, &|p| out.contains_key(p)).map_err(|e| anyhow!("{}: {e}", krate.name))?;
     out.insert("Cargo.toml".to_string(), manifest.text.into_bytes());
@@ -302,6 +371,15 @@ fn first_difference(native: &[TreeFile], via_hipify: &[TreeFile]) -> Option<Stri
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn run_mha_parameters_are_read_from_the_extern_block() {
+        let ffi = "use core::ffi::c_void;\nextern \"C\" {\n    pub(crate) fn run_mha(q_ptr: *const c_void, b: u32, stream_ptr: *mut c_void);\n    fn other(x: u32);\n}\n";
+        assert_eq!(run_mha_parameters(ffi).unwrap(), ["q_ptr", "b", "stream_ptr"]);
+        assert!(run_mha_parameters("extern \"C\" { fn other(); }").is_none());
+        assert_eq!(translator::kernels::mapping::RUN_MHA_PARAMETERS.len(), 45);
+    }
+
     use super::*;
 
     fn file(p: &str, c: &str) -> TreeFile {

@@ -20,6 +20,7 @@ pub struct CandlePin {
     pub kernels_crate: String,
     pub core_crate: String,
     pub nn_crate: String,
+    pub flash_attn_crate: String,
     pub transformers_crate: String,
     pub examples_crate: String,
 }
@@ -78,9 +79,10 @@ pub struct Upstream {
     pub kernels: CrateSource,
     pub core: CrateSource,
     pub nn: CrateSource,
-    /// candle-transformers and candle-examples: not published for every
-    /// release (candle-examples 0.9.0 is not on crates.io), so they are
-    /// mirrored when the release has them.
+    /// candle-flash-attn, candle-transformers and candle-examples: not
+    /// published for every release (candle-examples 0.9.0 is not on
+    /// crates.io), so they are mirrored when the release has them.
+    pub flash_attn: Option<CrateSource>,
     pub transformers: Option<CrateSource>,
     pub examples: Option<CrateSource>,
 }
@@ -88,7 +90,7 @@ pub struct Upstream {
 impl Upstream {
     /// The upstream crates, in the order the manifest and NOTICE list them.
     pub fn crates(&self) -> Vec<&CrateSource> {
-        [Some(&self.kernels), Some(&self.core), Some(&self.nn), self.transformers.as_ref(), self.examples.as_ref()].into_iter().flatten().collect()
+        [Some(&self.kernels), Some(&self.core), Some(&self.nn), self.flash_attn.as_ref(), self.transformers.as_ref(), self.examples.as_ref()].into_iter().flatten().collect()
     }
 
     /// The crates mirrored as whole packages (all but candle-kernels, whose
@@ -132,7 +134,8 @@ pub fn from_registry(pin: &CandlePin, version: &str) -> Result<Upstream> {
     }
     let examples = found.pop().flatten();
     let transformers = found.pop().flatten();
-    Ok(Upstream { origin: Origin::CratesIo, kernels: read(required[0])?, core: read(required[1])?, nn: read(required[2])?, transformers, examples })
+    let flash_attn = found.pop().flatten();
+    Ok(Upstream { origin: Origin::CratesIo, kernels: read(required[0])?, core: read(required[1])?, nn: read(required[2])?, flash_attn, transformers, examples })
 }
 
 /// A Candle git checkout (its `candle-kernels/` and `candle-core/`).
@@ -153,22 +156,23 @@ pub fn from_checkout(pin: &CandlePin, dir: &Path) -> Result<Upstream> {
     let workspace_manifest = dir.join("Cargo.toml");
     let workspace = std::fs::read_to_string(&workspace_manifest).ok().and_then(|t| t.parse::<toml::Table>().ok());
     let read = |name: &str| read_crate(&dir.join(name), workspace.as_ref());
-    // candle-transformers and candle-examples are mirrored when the checkout has them
+    // candle-flash-attn, candle-transformers and candle-examples are mirrored when the checkout has them
     let optional = |name: &str| if dir.join(name).join("Cargo.toml").is_file() { read(name).map(Some) } else { Ok(None) };
     Ok(Upstream {
         origin: Origin::Checkout(dir.to_path_buf()),
         kernels: read(names[0])?,
         core: read(names[1])?,
         nn: read(names[2])?,
-        transformers: optional(names[3])?,
-        examples: optional(names[4])?,
+        flash_attn: optional(names[3])?,
+        transformers: optional(names[4])?,
+        examples: optional(names[5])?,
     })
 }
 
 impl CandlePin {
     /// The upstream packages regen reads, in [`Upstream::crates`] order.
-    pub fn crate_names(&self) -> [&str; 5] {
-        [&self.kernels_crate, &self.core_crate, &self.nn_crate, &self.transformers_crate, &self.examples_crate]
+    pub fn crate_names(&self) -> [&str; 6] {
+        [&self.kernels_crate, &self.core_crate, &self.nn_crate, &self.flash_attn_crate, &self.transformers_crate, &self.examples_crate]
     }
 }
 
@@ -255,7 +259,7 @@ mod tests {
     use super::*;
 
     fn pin() -> CandlePin {
-        CandlePin { version: "0.11.1".into(), kernels_crate: "candle-kernels".into(), core_crate: "candle-core".into(), nn_crate: "candle-nn".into(), transformers_crate: "candle-transformers".into(), examples_crate: "candle-examples".into() }
+        CandlePin { version: "0.11.1".into(), kernels_crate: "candle-kernels".into(), core_crate: "candle-core".into(), nn_crate: "candle-nn".into(), flash_attn_crate: "candle-flash-attn".into(), transformers_crate: "candle-transformers".into(), examples_crate: "candle-examples".into() }
     }
 
     #[test]

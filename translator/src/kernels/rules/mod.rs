@@ -27,7 +27,7 @@ mod wave_rows;
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::mapping::{COMPAT_HEADERS, GGML_HIP_ARCH_HEADER};
+use super::mapping::{COMPAT_HEADERS, GGML_HIP_ARCH_HEADER, OWN_UNITS};
 use super::{KernelContext, KernelOutput};
 use crate::lexer::{self, Token};
 use crate::{TranslateError, TreeFile};
@@ -97,7 +97,7 @@ pub fn run_pipeline(inputs: &[TreeFile], ctx: &KernelContext) -> Result<KernelOu
     }
 
     let mut files: Vec<TreeFile> = units.par_iter().map(|unit| TreeFile { rel_path: output_path(&unit.path), contents: prelude::finish(unit, ctx).into_bytes() }).collect();
-    for (name, text) in COMPAT_HEADERS {
+    for (name, text) in COMPAT_HEADERS.iter().copied().chain(OWN_UNITS.iter().map(|(name, text, _)| (*name, *text))) {
         files.push(TreeFile { rel_path: name.to_string(), contents: prelude::compat_header(name, text).into_bytes() });
     }
     files.push(TreeFile { rel_path: GGML_HIP_ARCH_HEADER.to_string(), contents: prelude::table_header(GGML_HIP_ARCH_HEADER, &ggml_amd::arch_header()).into_bytes() });

@@ -1,0 +1,319 @@
+// Written by `cargo xtask regen` from translator/compat/candle_flash_attn.hip (candle-rocm's own code). Do not edit here.
+// candle-rocm's own code (not a translation): the AMD kernels behind candle-flash-attn's
+// C ABI, `run_mha` (upstream's kernels/flash_api.cu: same name, same arguments, same
+// results). Upstream's kernels are CUTLASS/CuTe with SM80 MMA atoms and do not translate;
+// this is a flash-attention-2 style forward written for HIP: Q·Kᵀ over tiles of keys held
+// in LDS, an online softmax (running max and sum per query row, f32), P·V accumulated in
+// f32 registers, O(seqlen) memory. One source for every arch: a logical warp is 32 lanes
+// (shuffles of width 32), so on CDNA's 64-lane wavefronts each half is its own warp.
+//
+// What run_mha's contract covers, all here:
+//   * f16 and bf16; head dims up to 512 (tiles of 32, 64, 96, 128, 160, 192, 224, 256, 512);
+//   * strides in elements for batch, row and head of q, k, v, o; GQA/MQA (h_k divides h);
+//   * causal (bottom-right aligned when seqlen_q != seqlen_k) and sliding windows;
+//   * alibi slopes (per head, per batch stride), softcap;
+//   * varlen through cu_seqlens_q/k, softmax_lse padded [b, h, seqlen_q] or unpadded
+//     [h, total_q];
+//   * paged KV through block_table (page_block_size rows per page) and mm-prefix ranges.
+// Rows with no key to attend to give an output of 0 and a softmax_lse of +inf, as upstream's.
+
+#include "candle_hip_compat.h"
+
+#include <stdint.h>
+
+namespace candle_fa {
+
+constexpr int WARP = 32;             // logical warp (lanes)
+constexpr int WARPS = 4;             // per block
+constexpr int THREADS = WARP * WARPS;
+
+__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f32(candle_bf16 v) { return static_cast<float>(v); }
+template <class T> __device__ __forceinline__ T from_f32(float v);
+template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half(v); }
+template <> __device__ __forceinline__ candle_bf16 from_f32<candle_bf16>(float v) { return candle_bf16(v); }
+
+__device__ __forceinline__ float shfl_xor(float v, int mask) { return candle_shfl_xor(v, mask, WARP); }
+
+// Tile shapes per head-dim tile DMAX: BN keys per step, R query rows per warp.
+template <int DMAX> struct Tiles {
+    static constexpr int BN = DMAX <= 256 ? 32 : 16;
+    static constexpr int R = DMAX <= 128 ? 4 : (DMAX <= 256 ? 2 : 1);
+    static constexpr int BM = R * WARPS;          // query rows per block
+    static constexpr int SPLIT = WARP / BN;       // lanes sharing one key's dot product
+    static constexpr int DPART = DMAX / SPLIT;    // dims of the dot product per lane
+    static constexpr int DT = DMAX / WARP;        // output dims per lane
+    static constexpr int KPAD = DMAX + 2;         // LDS row pitch of K/V (breaks bank conflicts)
+};
+
+struct Params {
+    const void* q; const void* k; const void* v; void* o; float* lse; const float* alibi;
+    const int32_t* cu_q; const int32_t* cu_k;
+    uint32_t q_bs, k_bs, v_bs, o_bs, alibi_bs;
+    uint32_t q_rs, k_rs, v_rs, o_rs;
+    uint32_t q_hs, k_hs, v_hs, o_hs;
+    int b, h, h_k, d;
+    int seqlen_q, seqlen_k, total_q;
+    float scale;        // softmax scale (after softcap: the softcap)
+    float softcap_in;   // > 0: scores are softcap * tanh(qk * softcap_in)
+    int causal, unpadded_lse, wl, wr;
+    const int32_t* block_table; uint32_t bt_bs; int page;
+    const int32_t* mm; uint32_t mm_bs; int mm_max;
+};
+
+// Which mask runs, as upstream's kernel chooses it: causal, else local (a window on
+// either side), else none.
+enum Mode { NO_MASK, CAUSAL, LOCAL };
+
+__device__ __forceinline__ Mode mask_mode(const Params& p) {
+    return p.causal ? CAUSAL : ((p.wl >= 0 || p.wr >= 0) ? LOCAL : NO_MASK);
+}
+
+// Whether key j is visible from query row i (both within the batch's sequence; off =
+// sk - sq: row i sits at key position i + off, bottom-right alignment). Causal: j <=
+// i + off + wr (callers pass wr = 0). Local: i + off - wl <= j <= i + off + wr, wl and
+// wr taken literally (the Rust side never passes -1 here). In either mode a query at a
+// position inside an mm-prefix range [start, end) also sees every key of that range.
+__device__ __forceinline__ bool visible(const Params& p, Mode mode, const int32_t* ranges, int i, int j, int off) {
+    if (mode == NO_MASK) return true;
+    const int pos = i + off;
+    bool ok = j <= pos + p.wr && (mode == CAUSAL || j >= pos - p.wl);
+    if (!ok && ranges != nullptr) {
+        for (int r = 0; r < p.mm_max; ++r) {
+            const int start = ranges[2 * r], end = ranges[2 * r + 1];
+            if (start < end && pos >= start && pos < end && j >= start && j < end) { ok = true; break; }
+        }
+    }
+    return ok;
+}
+
+template <class T, int DMAX>
+__global__ void __launch_bounds__(THREADS) fwd(Params p) {
+    using TL = Tiles<DMAX>;
+    constexpr int BN = TL::BN, R = TL::R, BM = TL::BM, DPART = TL::DPART, DT = TL::DT, KPAD = TL::KPAD;
+    __shared__ T sK[BN * KPAD];
+    __shared__ T sV[BN * KPAD];
+    __shared__ float sQ[BM * DMAX];
+    __shared__ float sP[WARPS * R * BN];
+
+    const int bi = blockIdx.z, head = blockIdx.y;
+    const int kv_head = head / (p.h / p.h_k);
+    const int tid = threadIdx.x, warp = tid / WARP, lane = tid % WARP;
+
+    // this batch's rows: varlen through the cumulative lengths, else the padded layout
+    int sq = p.seqlen_q, sk = p.seqlen_k;
+    long q_off = (long)bi * p.q_bs, o_off = (long)bi * p.o_bs, k_off = (long)bi * p.k_bs, v_off = (long)bi * p.v_bs;
+    int q_row0 = bi * p.seqlen_q;  // first row of this batch among all rows (unpadded lse)
+    if (p.cu_q != nullptr) {
+        q_row0 = p.cu_q[bi];
+        sq = p.cu_q[bi + 1] - q_row0;
+        q_off = (long)q_row0 * p.q_rs;
+        o_off = (long)q_row0 * p.o_rs;
+    }
+    if (p.cu_k != nullptr) {
+        sk = p.cu_k[bi + 1] - p.cu_k[bi];
+        if (p.block_table == nullptr) {
+            k_off = (long)p.cu_k[bi] * p.k_rs;
+            v_off = (long)p.cu_k[bi] * p.v_rs;
+        }
+    }
+    const int m0 = blockIdx.x * BM;
+    if (m0 >= sq) return;
+
+    const T* Q = static_cast<const T*>(p.q) + q_off + (long)head * p.q_hs;
+    T* O = static_cast<T*>(p.o) + o_off + (long)head * p.o_hs;
+    const T* Kb = static_cast<const T*>(p.k) + (long)kv_head * p.k_hs;
+    const T* Vb = static_cast<const T*>(p.v) + (long)kv_head * p.v_hs;
+    const int32_t* table = p.block_table != nullptr ? p.block_table + (long)bi * p.bt_bs : nullptr;
+    const float slope = p.alibi != nullptr ? p.alibi[(long)bi * p.alibi_bs + head] : 0.f;
+
+    // the block's query rows into LDS, in f32 (zeros past d and past the sequence)
+    for (int e = tid; e < BM * DMAX; e += THREADS) {
+        const int r = e / DMAX, c = e % DMAX, i = m0 + r;
+        sQ[e] = (i < sq && c < p.d) ? to_f32(Q[(long)i * p.q_rs + c]) : 0.f;
+    }
+
+    // the keys any row of the block can see: [n_lo, n_hi) (all of them when mm-prefix
+    // ranges may widen the mask)
+    const Mode mode = mask_mode(p);
+    const int off = sk - sq;
+    const int32_t* ranges = (p.mm != nullptr && p.mm_max > 0 && mode != NO_MASK) ? p.mm + (long)bi * p.mm_bs : nullptr;
+    const int m_last = min(m0 + BM, sq) - 1;
+    int n_lo = 0, n_hi = sk;
+    if (mode != NO_MASK && ranges == nullptr) {
+        n_hi = max(0, min(sk, m_last + off + p.wr + 1));
+        if (mode == LOCAL) n_lo = max(0, m0 + off - p.wl);
+    }
+
+    float m_run[R], l_run[R], acc[R][DT];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        m_run[r] = -INFINITY;
+        l_run[r] = 0.f;
+#pragma unroll
+        for (int t = 0; t < DT; ++t) acc[r][t] = 0.f;
+    }
+    const int key = lane % BN, part = lane / BN;
+
+    for (int n0 = (n_lo / BN) * BN; n0 < n_hi; n0 += BN) {
+        __syncthreads();  // the previous tile's K/V (and, first time, sQ) are done with
+        // K and V rows n0 .. n0+BN into LDS (zeros past the sequence and past d)
+        for (int e = tid; e < BN * DMAX; e += THREADS) {
+            const int r = e / DMAX, c = e % DMAX, j = n0 + r;
+            T kv = from_f32<T>(0.f), vv = from_f32<T>(0.f);
+            if (j < sk && c < p.d) {
+                long krow, vrow;
+                if (table != nullptr) {
+                    const long blk = table[j / p.page];
+                    krow = blk * p.k_bs + (long)(j % p.page) * p.k_rs;
+                    vrow = blk * p.v_bs + (long)(j % p.page) * p.v_rs;
+                } else {
+                    krow = k_off + (long)j * p.k_rs;
+                    vrow = v_off + (long)j * p.v_rs;
+                }
+                kv = Kb[krow + c];
+                vv = Vb[vrow + c];
+            }
+            sK[r * KPAD + c] = kv;
+            sV[r * KPAD + c] = vv;
+        }
+        __syncthreads();
+
+        const int j = n0 + key;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int row = warp * R + r, i = m0 + row;
+            // s = q_i · k_j: SPLIT lanes per key, DPART dims each
+            const float* qrow = sQ + row * DMAX + part * DPART;
+            const T* krow = sK + key * KPAD + part * DPART;
+            float s = 0.f;
+#pragma unroll 8
+            for (int c = 0; c < DPART; ++c) s += qrow[c] * to_f32(krow[c]);
+#pragma unroll
+            for (int mask = BN; mask < WARP; mask <<= 1) s += shfl_xor(s, mask);
+            // scores in the exp2 domain, masked to -inf
+            if (p.softcap_in > 0.f) s = tanhf(s * p.softcap_in);
+            s *= p.scale;
+            // alibi as upstream's: +slope * j when causal (the same output as the form
+            // below, a softmax_lse shifted by slope * (i + off)), else -slope * |i + off - j|
+            if (p.alibi != nullptr) s += mode == CAUSAL ? slope * (float)j : -slope * (float)abs(i + off - j);
+            const bool ok = i < sq && j < sk && j >= n_lo && j < n_hi && visible(p, mode, ranges, i, j, off);
+            s = ok ? s * 1.4426950408889634f : -INFINITY;
+            // online softmax over the tile (BN distinct keys: reduce over the low lane bits)
+            float tmax = s;
+#pragma unroll
+            for (int mask = 1; mask < BN; mask <<= 1) tmax = fmaxf(tmax, shfl_xor(tmax, mask));
+            const float m_new = fmaxf(m_run[r], tmax);
+            const float m_use = m_new == -INFINITY ? 0.f : m_new;
+            const float corr = exp2f(m_run[r] - m_use);
+            const float pj = exp2f(s - m_use);
+            float psum = pj;
+#pragma unroll
+            for (int mask = 1; mask < BN; mask <<= 1) psum += shfl_xor(psum, mask);
+            l_run[r] = l_run[r] * corr + psum;
+            m_run[r] = m_new;
+            if (part == 0) sP[(warp * R + r) * BN + key] = pj;
+#pragma unroll
+            for (int t = 0; t < DT; ++t) acc[r][t] *= corr;
+        }
+        // the warp's P rows are written by its own lanes: a wave-level barrier suffices,
+        // but the block barrier keeps LDS ordering explicit on every arch
+        __syncthreads();
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const float* prow = sP + (warp * R + r) * BN;
+#pragma unroll 4
+            for (int kk = 0; kk < BN; ++kk) {
+                const float pk = prow[kk];
+                const T* vrow = sV + kk * KPAD;
+#pragma unroll
+                for (int t = 0; t < DT; ++t) acc[r][t] += pk * to_f32(vrow[lane + t * WARP]);
+            }
+        }
+    }
+
+    // O = acc / l, and softmax_lse = ln(sum) + max (natural log, unscaled by log2)
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int i = m0 + warp * R + r;
+        if (i >= sq) continue;
+        const bool empty = l_run[r] == 0.f || l_run[r] != l_run[r];
+        const float inv = empty ? 0.f : 1.f / l_run[r];
+#pragma unroll
+        for (int t = 0; t < DT; ++t) {
+            const int c = lane + t * WARP;
+            if (c < p.d) O[(long)i * p.o_rs + c] = from_f32<T>(acc[r][t] * inv);
+        }
+        if (lane == 0 && p.lse != nullptr) {
+            const float lse = empty ? INFINITY : m_run[r] * 0.6931471805599453f + logf(l_run[r]);
+            const long at = p.unpadded_lse ? (long)head * p.total_q + q_row0 + i
+                                           : ((long)bi * p.h + head) * p.seqlen_q + i;
+            p.lse[at] = lse;
+        }
+    }
+}
+
+template <class T, int DMAX>
+void launch(const Params& p, hipStream_t stream) {
+    const dim3 grid((p.seqlen_q + Tiles<DMAX>::BM - 1) / Tiles<DMAX>::BM, p.h, p.b);
+    fwd<T, DMAX><<<grid, dim3(THREADS), 0, stream>>>(p);
+}
+
+template <class T>
+void dispatch(const Params& p, hipStream_t stream) {
+    if (p.d <= 32) launch<T, 32>(p, stream);
+    else if (p.d <= 64) launch<T, 64>(p, stream);
+    else if (p.d <= 96) launch<T, 96>(p, stream);
+    else if (p.d <= 128) launch<T, 128>(p, stream);
+    else if (p.d <= 160) launch<T, 160>(p, stream);
+    else if (p.d <= 192) launch<T, 192>(p, stream);
+    else if (p.d <= 224) launch<T, 224>(p, stream);
+    else if (p.d <= 256) launch<T, 256>(p, stream);
+    else launch<T, 512>(p, stream);
+}
+
+}  // namespace candle_fa
+
+extern "C" void run_mha(
+    void* q_ptr, void* k_ptr, void* v_ptr, void* o_ptr, void* softmax_lse_ptr, void* alibi_slopes_ptr,
+    int32_t* cu_seqlens_q_ptr, int32_t* cu_seqlens_k_ptr,
+    uint32_t q_batch_stride, uint32_t k_batch_stride, uint32_t v_batch_stride, uint32_t o_batch_stride,
+    uint32_t alibi_slopes_batch_stride,
+    uint32_t q_row_stride, uint32_t k_row_stride, uint32_t v_row_stride, uint32_t o_row_stride,
+    uint32_t q_head_stride, uint32_t k_head_stride, uint32_t v_head_stride, uint32_t o_head_stride,
+    uint32_t b, uint32_t h, uint32_t h_k, uint32_t d, uint32_t d_rounded, float softmax_scale,
+    uint32_t seqlen_q, uint32_t seqlen_k, uint32_t seqlen_q_rounded, uint32_t seqlen_k_rounded, uint32_t total_q,
+    int is_bf16, int is_causal, int unpadded_lse,
+    int window_size_left, int window_size_right,
+    float softcap,
+    int32_t* block_table_ptr, uint32_t block_table_batch_stride, int page_block_size,
+    int32_t* mm_prefix_ranges_ptr, uint32_t mm_prefix_range_batch_stride, int max_mm_prefix_ranges,
+    void* stream_ptr) {
+    (void)d_rounded; (void)seqlen_q_rounded; (void)seqlen_k_rounded;
+    candle_fa::Params p;
+    p.q = q_ptr; p.k = k_ptr; p.v = v_ptr; p.o = o_ptr;
+    p.lse = static_cast<float*>(softmax_lse_ptr);
+    p.alibi = static_cast<const float*>(alibi_slopes_ptr);
+    p.cu_q = cu_seqlens_q_ptr; p.cu_k = cu_seqlens_k_ptr;
+    p.q_bs = q_batch_stride; p.k_bs = k_batch_stride; p.v_bs = v_batch_stride; p.o_bs = o_batch_stride;
+    p.alibi_bs = alibi_slopes_batch_stride;
+    p.q_rs = q_row_stride; p.k_rs = k_row_stride; p.v_rs = v_row_stride; p.o_rs = o_row_stride;
+    p.q_hs = q_head_stride; p.k_hs = k_head_stride; p.v_hs = v_head_stride; p.o_hs = o_head_stride;
+    p.b = (int)b; p.h = (int)h; p.h_k = (int)h_k; p.d = (int)d;
+    p.seqlen_q = (int)seqlen_q; p.seqlen_k = (int)seqlen_k; p.total_q = (int)total_q;
+    // as upstream: with a softcap the scores are softcap * tanh(qk * scale / softcap)
+    if (softcap > 0.f) {
+        p.softcap_in = softmax_scale / softcap;
+        p.scale = softcap;
+    } else {
+        p.softcap_in = 0.f;
+        p.scale = softmax_scale;
+    }
+    p.causal = is_causal; p.unpadded_lse = unpadded_lse;
+    p.wl = window_size_left; p.wr = window_size_right;
+    p.block_table = block_table_ptr; p.bt_bs = block_table_batch_stride; p.page = page_block_size;
+    p.mm = mm_prefix_ranges_ptr; p.mm_bs = mm_prefix_range_batch_stride; p.mm_max = max_mm_prefix_ranges;
+    hipStream_t stream = static_cast<hipStream_t>(stream_ptr);
+    if (is_bf16) candle_fa::dispatch<candle_bf16>(p, stream);
+    else candle_fa::dispatch<__half>(p, stream);
+}
