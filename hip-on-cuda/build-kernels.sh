@@ -95,7 +95,11 @@ if [[ -f $MANIFEST ]]; then
     # [kernels] static_library = ["moe/moe_*.cu", ...]
     mapfile -t STATIC_PATTERNS < <(awk '/^\[/{s=($0=="[kernels]")} s && /^static_library *=/' "$MANIFEST" | grep -oE '"[^"]+"' | tr -d '"')
     [[ ${#STATIC_PATTERNS[@]} -gt 0 ]] || die "$MANIFEST: no [kernels] static_library list"
+    # [kernels] own_units = ["candle_flash_attn.hip"]: candle-rocm's own units (not
+    # translations): their launchers are not in ffi.rs nor in the CUDA build
+    mapfile -t OWN_UNITS < <(awk '/^\[/{s=($0=="[kernels]")} s && /^own_units *=/' "$MANIFEST" | grep -oE '"[^"]+"' | tr -d '"')
 else
+    OWN_UNITS=()
     STATIC_PATTERNS=("moe/moe_*.cu" "mmvq_gguf.cu" "mmq_gguf/mmq_*.cu")
     echo "build-kernels: no $MANIFEST, using the default static_library list: ${STATIC_PATTERNS[*]}" >&2
 fi
@@ -228,6 +232,15 @@ fi
 [[ $REF != none ]] || REF=
 
 exported=$(awk '$1=="launcher" {print $2}' "$REPORT")
+# the launchers of candle-rocm's own units (run_mha): checked against nothing upstream
+own_launchers=
+if [[ -f $LIB && ${#OWN_UNITS[@]} -gt 0 ]]; then
+    own_objs=()
+    for u in "${OWN_UNITS[@]}"; do own_objs+=("$OBJS/${u%.hip}.o"); done
+    own_launchers=$(nm --defined-only -g "${own_objs[@]}" | awk '$2=="T" {print $3}' | LC_ALL=C sort -u | LC_ALL=C comm -12 - <(echo "$exported"))
+    exported=$(LC_ALL=C comm -23 <(echo "$exported") <(echo "$own_launchers"))
+    echo "build-kernels: launchers of candle-rocm's own units (${OWN_UNITS[*]}):" $own_launchers
+fi
 if [[ -f $LIB && -f $KERNELS/ffi.rs ]]; then
     declared=$(grep -oE 'pub fn [A-Za-z_][A-Za-z0-9_]*' "$KERNELS/ffi.rs" | awk '{print $3}' | LC_ALL=C sort -u)
     missing=$(LC_ALL=C comm -23 <(echo "$declared") <(echo "$exported"))

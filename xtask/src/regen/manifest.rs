@@ -37,6 +37,9 @@ pub fn render_manifest(upstream: &Upstream, static_library: &[String], steps: &[
     s.push_str("\n[kernels]\n");
     let patterns: Vec<String> = static_library.iter().map(|p| quoted(p)).collect();
     let _ = writeln!(s, "static_library = [{}]", patterns.join(", "));
+    // candle-rocm's own units: their launchers are not compared with the CUDA build's
+    let own: Vec<String> = translator::kernels::mapping::OWN_UNITS.iter().map(|(name, _, _)| quoted(name)).collect();
+    let _ = writeln!(s, "own_units = [{}]", own.join(", "));
     let mut steps: Vec<&StepOutput> = steps.iter().collect();
     steps.sort_by_key(|st| st.name);
     for step in &steps {
