@@ -92,5 +92,6 @@ if coll_out=$(LD_LIBRARY_PATH="$coll/lib" "$coll/allreduce-bandwidth" --rank 1 -
 fi
 echo "allreduce-bandwidth refuses a corrupt id file: $coll_out"
 
-echo "== unit, golden, CLI, AMD compile and kernel parity tests"
-cargo test --workspace -- --nocapture
+echo "== unit, golden, CLI, AMD compile and kernel parity tests (the AMD compile check takes the units the bundle's build"
+echo "   compiled with the same hipcc from the same sources out of the kernel cache, and compiles the rest)"
+CANDLE_ROCM_KERNELS_CACHE="$PWD/target/gpu-bundle/kernels-cache" cargo test --workspace -- --nocapture

@@ -22,6 +22,8 @@
 //!   waves per SIMD with a per-arch limits table; [`disassembly`] counts
 //!   instructions per kernel (`llvm-objdump -d`).
 //! * [`releases`] says which HIP releases are supported ([`releases::check_hip_version`]).
+//! * [`cache`] keeps compiled units for every build of the same sources
+//!   (`CANDLE_ROCM_KERNELS_CACHE`).
 //! * [`plan`] maps a kernel tree to jobs; [`kernel_names`] compares the kernels
 //!   built with those of the CUDA build.
 //!
@@ -44,6 +46,7 @@
 //! # Ok::<(), hip_build::HipBuildError>(())
 //! ```
 
+pub mod cache;
 pub mod code_object;
 mod compile;
 pub mod deps;

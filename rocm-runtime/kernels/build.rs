@@ -137,9 +137,10 @@ fn run() -> Result<()> {
         .filter(|j| !stamp_ok || !up_to_date(&j.output))
         .cloned()
         .collect();
-    let cache = KernelCache::from_env(&stamp, &hipcc, &kernels_dir)?;
+    // CANDLE_ROCM_KERNELS_CACHE: units compiled by another build of the same sources
+    let cache = hip_build::cache::KernelCache::from_env(&hipcc, &kernels_dir)?;
     let stale: Vec<CompileJob> = match &cache {
-        Some(cache) => stale.into_iter().filter(|j| !cache.fetch(j, &kernels_dir)).collect(),
+        Some(cache) => stale.into_iter().filter(|j| cache.fetch(j).is_none()).collect(),
         None => stale,
     };
     let threads = std::env::var("NUM_JOBS")
@@ -166,7 +167,7 @@ fn run() -> Result<()> {
     }
     if let Some(cache) = &cache {
         for job in &jobs {
-            cache.store(job, &kernels_dir)?;
+            cache.store(job)?;
         }
     }
     write(&stamp_path, &stamp)?;
@@ -300,128 +301,13 @@ fn detect(tool: &str) -> Option<Vec<String>> {
     (out.status.success() && !arches.is_empty()).then_some(arches)
 }
 
-/// `CANDLE_ROCM_KERNELS_CACHE=DIR`: compiled units kept in DIR, keyed by everything
-/// that makes them (the build stamp: hipcc, its version, the arches, the kernel
-/// directory, the defines; every file of the kernel directory; the unit and its
-/// kind), so that builds of the kernels crate in other workspaces or target
-/// directories (each has its own OUT_DIR: the GPU bundle's test builds, one per
-/// package) take the objects compiled once instead of compiling every kernel again.
-struct KernelCache {
-    dir: PathBuf,
-    /// Digest of the stamp, hipcc's version and every file of the kernel directory.
-    tree: String,
-}
-
-impl KernelCache {
-    fn from_env(stamp: &str, hipcc: &Hipcc, kernels_dir: &Path) -> Result<Option<Self>> {
-        let Some(dir) = std::env::var_os("CANDLE_ROCM_KERNELS_CACHE").filter(|d| !d.is_empty()) else {
-            return Ok(None);
-        };
-        let mut files = Vec::new();
-        collect_files(kernels_dir, &mut files)?;
-        files.sort();
-        let mut digest = Digest::default();
-        digest.add(stamp.as_bytes());
-        digest.add(hipcc.version().map_err(|e| e.to_string())?.as_bytes());
-        for file in &files {
-            digest.add(file.strip_prefix(kernels_dir).unwrap_or(file).to_string_lossy().as_bytes());
-            digest.add(&std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?);
-        }
-        Ok(Some(KernelCache { dir: PathBuf::from(dir), tree: digest.hex() }))
-    }
-
-    /// The cache entry of one job (the output and its depfile go there).
-    fn entry(&self, job: &CompileJob, kernels_dir: &Path) -> PathBuf {
-        let mut digest = Digest::default();
-        digest.add(self.tree.as_bytes());
-        digest.add(job.source.strip_prefix(kernels_dir).unwrap_or(&job.source).to_string_lossy().as_bytes());
-        digest.add(format!("{:?}", job.kind).as_bytes());
-        self.dir.join(digest.hex())
-    }
-
-    /// Copies a cached output (and its depfile) to the job's output; false when not cached.
-    fn fetch(&self, job: &CompileJob, kernels_dir: &Path) -> bool {
-        let entry = self.entry(job, kernels_dir);
-        let (output, depfile) = (entry.join("output"), entry.join("depfile"));
-        if !output.is_file() || !depfile.is_file() {
-            return false;
-        }
-        if let Some(parent) = job.output.parent() {
-            let _ = std::fs::create_dir_all(parent);
-        }
-        std::fs::copy(&output, &job.output).is_ok() && std::fs::copy(&depfile, depfile_of(&job.output)).is_ok()
-    }
-
-    /// Keeps a job's output and depfile (written to a temporary entry, then renamed into place).
-    fn store(&self, job: &CompileJob, kernels_dir: &Path) -> Result<()> {
-        let entry = self.entry(job, kernels_dir);
-        if entry.is_dir() {
-            return Ok(());
-        }
-        let partial = entry.with_extension(format!("partial-{}", std::process::id()));
-        let made = std::fs::create_dir_all(&partial)
-            .and_then(|_| std::fs::copy(&job.output, partial.join("output")))
-            .and_then(|_| std::fs::copy(depfile_of(&job.output), partial.join("depfile")));
-        match made.and_then(|_| std::fs::rename(&partial, &entry)) {
-            Ok(()) => Ok(()),
-            // another build stored the same entry first
-            Err(_) if entry.is_dir() => {
-                let _ = std::fs::remove_dir_all(&partial);
-                Ok(())
-            }
-            Err(e) => Err(format!("storing {} in the kernel cache {}: {e}", job.output.display(), self.dir.display())),
-        }
-    }
-}
-
-fn depfile_of(output: &Path) -> PathBuf {
-    let mut depfile = output.as_os_str().to_owned();
-    depfile.push(".d");
-    PathBuf::from(depfile)
-}
-
-fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        if path.is_dir() {
-            collect_files(&path, out)?;
-        } else {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
-/// Two 64-bit FNV-1a streams with different offsets (a cache key, not a security boundary).
-struct Digest(u64, u64);
-
-impl Default for Digest {
-    fn default() -> Self {
-        Digest(0xcbf2_9ce4_8422_2325, 0x6c62_272e_07bb_0142)
-    }
-}
-
-impl Digest {
-    fn add(&mut self, bytes: &[u8]) {
-        // the length first, so that ("ab", "c") and ("a", "bc") differ
-        for b in (bytes.len() as u64).to_le_bytes().iter().chain(bytes) {
-            self.0 = (self.0 ^ *b as u64).wrapping_mul(0x100_0000_01b3);
-            self.1 = (self.1 ^ *b as u64).wrapping_mul(0x100_0000_01b3).rotate_left(5);
-        }
-    }
-
-    fn hex(&self) -> String {
-        format!("{:016x}{:016x}", self.0, self.1)
-    }
-}
-
 /// Whether `output` exists and is newer than everything in the depfile hip-build wrote beside it.
 fn up_to_date(output: &Path) -> bool {
     let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     let Some(built) = mtime(output) else {
         return false;
     };
-    let Ok(rule) = std::fs::read_to_string(depfile_of(output)) else {
+    let Ok(rule) = std::fs::read_to_string(hip_build::cache::depfile_of(output)) else {
         return false;
     };
     let deps = hip_build::deps::parse_make_deps(&rule);
