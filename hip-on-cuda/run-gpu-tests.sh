@@ -6,7 +6,7 @@
 # (ROCm 7.2's sonames: first it checks with LD_DEBUG=bindings that every HIP,
 # rocBLAS, rocRAND and RCCL reference of every binary binds to lib/libamdhip64.so.7),
 # then (with --sanitize) compute-sanitizer memcheck and racecheck over the
-# ROCm tests (CUDA API errors are not counted: the parity tests ask for
+# ROCm tests (CUDA API errors are not counted: the ROCm-vs-CPU tests ask for
 # kernels the CUDA build lacks on purpose, and expect the error). Without a GPU it says so and runs the same binaries on the CPU,
 # where every ROCm test must say that it skipped.
 #

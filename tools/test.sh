@@ -32,7 +32,7 @@ echo "   the root, every imported HIP/rocBLAS/rocRAND symbol checked against the
 cargo xtask rocm-backend --rocm 7.2 --archs gfx942
 
 echo "== the GPU bundle (cargo xtask gpu-bundle): the forwarding runtime hip-on-cuda, and with feature rocm, in release,"
-echo "   linked against it: candle-core's and candle-nn's own suites, the parity tests of tests/scratch-rocm (a user's"
+echo "   linked against it: candle-core's and candle-nn's own suites, the ROCm-vs-CPU tests of tests/scratch-rocm (a user's"
 echo "   project: crates.io candle-transformers, candle-core/candle-nn patched to generated/), the tensor-parallel program's"
 echo "   one-device shard check (tests/tensor-parallel, features rocm + rccl: world 2 and 4 summed in one process against the"
 echo "   whole model; its CPU half runs here below), the HIP layer's tests."
@@ -40,7 +40,7 @@ echo "   candle-rocm-kernels' build compiles every kernel for gfx90a + gfx1030 o
 cargo xtask gpu-bundle --archs gfx90a,gfx1030
 
 echo "== the bundle's tests here: no GPU, so the run script says it skips the GPU execution and runs them on the CPU"
-echo "   (candle-core's and candle-nn's suites pass; every ROCm test says it skipped; the parity tests check their coverage)."
+echo "   (candle-core's and candle-nn's suites pass; every ROCm test says it skipped; the ROCm-vs-CPU tests check their coverage)."
 echo "   Run as a maintainer carrying the bundle does: from another checkout (git archive of HEAD), with the carried"
 echo "   bundle.tar.xz, and this checkout hidden (an empty directory mounted over it in a private mount namespace), so a"
 echo "   path baked in at build time fails here as it would on the GPU machine"
@@ -92,6 +92,6 @@ if coll_out=$(LD_LIBRARY_PATH="$coll/lib" "$coll/allreduce-bandwidth" --rank 1 -
 fi
 echo "allreduce-bandwidth refuses a corrupt id file: $coll_out"
 
-echo "== unit, golden, CLI, AMD compile and kernel parity tests (the AMD compile check takes the units the bundle's build"
+echo "== unit, golden, CLI, AMD compile and kernel ROCm-vs-CPU tests (the AMD compile check takes the units the bundle's build"
 echo "   compiled with the same hipcc from the same sources out of the kernel cache, and compiles the rest)"
 CANDLE_ROCM_KERNELS_CACHE="$PWD/target/gpu-bundle/kernels-cache" cargo test --workspace -- --nocapture

@@ -1,4 +1,4 @@
-//! Whole-model parity: candle-transformers' llama (2 layers, hidden 64, 4 heads of which
+//! Whole models, ROCm against the CPU: candle-transformers' llama (2 layers, hidden 64, 4 heads of which
 //! 2 kv heads, vocab 128) and its quantized GGUF twin (built in memory), with made-up
 //! deterministic weights, run on the ROCm device and on the CPU: a 7-token prompt, then
 //! two decode steps through the kv cache; the logits of every step are compared.
@@ -182,7 +182,7 @@ fn model_forward_rocm_vs_cpu() {
         return;
     };
     let k = CudaKernels::load();
-    Report::run("parity (models)", &model_cases(), &dev, &k).finish();
+    Report::run("rocm-vs-cpu (models)", &model_cases(), &dev, &k).finish();
 }
 
 /// The CPU side builds and runs every model deterministically, and the tolerances are sane:

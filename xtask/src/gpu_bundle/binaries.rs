@@ -37,7 +37,7 @@ fn test_builds() -> Vec<TestBuild> {
             args: core_args,
         },
         // candle-nn: its suite (upstream's tests are CPU tests; its ROCm ops are
-        // compared with the CPU by the parity tests of scratch-rocm).
+        // compared with the CPU by the ROCm-vs-CPU tests of scratch-rocm).
         TestBuild {
             group: "candle-nn",
             manifest: "generated/candle-nn/Cargo.toml",

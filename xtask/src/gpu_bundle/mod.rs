@@ -10,7 +10,7 @@
 //!   rocBLAS/rocRAND/RCCL reference binds to the one forwarder (one copy of
 //!   its state);
 //! * `bin/<group>/<test>`: the test binaries of candle-core and candle-nn
-//!   (their libraries and every upstream test file), of the parity tests in
+//!   (their libraries and every upstream test file), of the ROCm-vs-CPU tests in
 //!   `tests/scratch-rocm`, of the tensor-parallel program (`tests/tensor-parallel`:
 //!   its one-device shard check) and of the HIP layer, built with feature `rocm`
 //!   (the HIP layer with its feature `rccl`: its communicator tests);

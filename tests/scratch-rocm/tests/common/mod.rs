@@ -1,4 +1,4 @@
-//! Harness shared by the ROCm-vs-CPU parity tests.
+//! Harness shared by the ROCm-vs-CPU tests.
 //!
 //! A [`Case`] is one operation on one dtype, shape and memory layout. Its `run`
 //! closure builds its inputs deterministically (own PRNG, seed derived from the
@@ -667,11 +667,11 @@ impl Report {
         Report { title: title.to_string(), rows: vec![] }
     }
 
-    /// Runs `cases` on `dev` (`PARITY_FILTER=substring` selects cases by name).
+    /// Runs `cases` on `dev` (`ROCM_VS_CPU_FILTER=substring` selects cases by name).
     pub fn run(title: &str, cases: &[Case], dev: &Device, kernels: &CudaKernels) -> Self {
         let mut report = Report::new(title);
-        let filter = std::env::var("PARITY_FILTER").ok();
-        let verbose = std::env::var("PARITY_VERBOSE").is_ok();
+        let filter = std::env::var("ROCM_VS_CPU_FILTER").ok();
+        let verbose = std::env::var("ROCM_VS_CPU_VERBOSE").is_ok();
         for case in cases {
             if let Some(f) = &filter {
                 if !case.name.contains(f.as_str()) && case.method != f.as_str() {

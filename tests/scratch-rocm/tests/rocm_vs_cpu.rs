@@ -7,7 +7,7 @@
 //! and `op.rs` and fails when a trait method or an op has neither a case below nor an
 //! entry in the not-applicable tables.
 //!
-//! Env: `PARITY_FILTER=<substring of a case name, or a method>`, `PARITY_VERBOSE=1`.
+//! Env: `ROCM_VS_CPU_FILTER=<substring of a case name, or a method>`, `ROCM_VS_CPU_VERBOSE=1`.
 
 #![allow(clippy::type_complexity)] // the case tables are tuples, one per line
 
@@ -1343,7 +1343,7 @@ fn trait_coverage_problems(storage_fns: &[String], device_fns: &[String], cases:
     }
     for f in storage_fns {
         if !covered.contains(f.as_str()) && !na.contains(f.as_str()) {
-            problems.push(format!("BackendStorage::{f} has no parity case and no not-applicable entry"));
+            problems.push(format!("BackendStorage::{f} has no ROCm-vs-CPU case and no not-applicable entry"));
         }
     }
     for m in na.iter().chain(covered.iter()) {
@@ -1389,8 +1389,8 @@ fn coverage_check_catches_new_methods() {
     let device = trait_fns(src, "BackendDevice");
     let problems = trait_coverage_problems(&fns, &device, &cases);
     let has = |s: &str| problems.iter().any(|p| p.contains(s));
-    assert!(has("BackendStorage::frobnicate has no parity case"), "{problems:#?}");
-    assert!(has("BackendStorage::raw_thing has no parity case"), "{problems:#?}");
+    assert!(has("BackendStorage::frobnicate has no ROCm-vs-CPU case"), "{problems:#?}");
+    assert!(has("BackendStorage::raw_thing has no ROCm-vs-CPU case"), "{problems:#?}");
     assert!(has("`matmul` is not a BackendStorage method"), "{problems:#?}");
     assert!(has("DEVICE_CHECKS entry `rand_normal` is not a BackendDevice method"), "{problems:#?}");
     assert!(!has("affine"), "{problems:#?}");
@@ -1441,7 +1441,7 @@ fn backend_coverage() {
     ] {
         for v in enum_variants(&op_rs, enum_name) {
             if !ours.contains(&v) {
-                problems.push(format!("{enum_name}::{v} has no parity case"));
+                problems.push(format!("{enum_name}::{v} has no ROCm-vs-CPU case"));
             }
         }
     }
@@ -1478,7 +1478,7 @@ fn backend_ops_rocm_vs_cpu() {
     };
     let k = CudaKernels::load();
     let cases = all_cases(&k);
-    Report::run("parity", &cases, &dev, &k).finish();
+    Report::run("rocm-vs-cpu", &cases, &dev, &k).finish();
 }
 
 #[test]
@@ -1487,7 +1487,7 @@ fn device_methods() {
         return;
     };
     let k = CudaKernels::load();
-    let mut r = Report::new("parity (device)");
+    let mut r = Report::new("rocm-vs-cpu (device)");
     check_device_methods(&dev, &k, &mut r);
     r.finish();
 }
@@ -1754,7 +1754,7 @@ fn harness_cpu_vs_cpu() {
     let k = CudaKernels::load();
     let cases: Vec<Case> = all_cases(&k).into_iter().filter(|c| c.expected_to_work(&k)).collect();
     let mut r = Report::new("harness (cpu vs cpu)");
-    let filter = std::env::var("PARITY_FILTER").ok();
+    let filter = std::env::var("ROCM_VS_CPU_FILTER").ok();
     for c in &cases {
         if let Some(f) = &filter {
             if !c.name.contains(f.as_str()) {

@@ -28,7 +28,7 @@ const CUSTOM_OPS: &[(&str, &str)] = &[
 ];
 
 /// Free functions of candle-nn with a ROCm path of their own (not a CustomOp).
-const ROCM_FNS: &[(&str, &str)] = &[("moe_gemm", "moe_gemm"), ("moe_gemm_gguf", "covered in parity_quantized.rs")];
+const ROCM_FNS: &[(&str, &str)] = &[("moe_gemm", "moe_gemm"), ("moe_gemm_gguf", "covered in rocm_vs_cpu_quantized.rs")];
 
 /// Custom ops of candle-nn without a `rocm_fwd`, and why they are not cases.
 const NN_NOT_APPLICABLE: &[(&str, &str)] =
@@ -416,7 +416,7 @@ fn nn_ops_rocm_vs_cpu() {
         return;
     };
     let k = CudaKernels::load();
-    Report::run("parity (candle-nn)", &nn_cases(&k), &dev, &k).finish();
+    Report::run("rocm-vs-cpu (candle-nn)", &nn_cases(&k), &dev, &k).finish();
 }
 
 #[test]

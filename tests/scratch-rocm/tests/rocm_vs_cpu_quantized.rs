@@ -432,7 +432,7 @@ fn quantized_rocm_vs_cpu() {
     };
     let k = CudaKernels::load();
     // One test, sequential: the force-dmmv switch is process-global.
-    Report::run("parity (quantized)", &quant_cases(&k), &dev, &k).finish();
+    Report::run("rocm-vs-cpu (quantized)", &quant_cases(&k), &dev, &k).finish();
 }
 
 /// The CPU side of every case (references, deterministic inputs) runs, and runs the same twice.
