@@ -181,7 +181,7 @@ mod tests {
         std::fs::remove_file(&j.output).unwrap();
         let got = cache.fetch(&j).expect("cached");
         assert_eq!(std::fs::read_to_string(&j.output).unwrap(), "code object");
-        assert_eq!(got.output.unwrap().dependencies, [j.source.clone()]);
+        assert_eq!(got.output.unwrap().dependencies, std::slice::from_ref(&j.source));
         // another arch list, another tree (a kernel file changed): misses
         assert!(cache.fetch(&job(d, &["gfx90a", "gfx1030"])).is_none());
         let changed = KernelCache { tree: "t2".into(), ..cache };
