@@ -60,11 +60,11 @@ echo "   The oldest release, 0.9.0 (no static-library launchers, ug always on): 
 cargo xtask releases --only --checkout-of 0.10.2 --arch gfx1030 --work "$tmp/releases"
 cargo xtask releases --only --versions 0.9.0 --arch gfx1030 --work "$tmp/releases"
 
-echo "== generated candle-examples: every example built with --features rocm and the example features that need no CUDA"
+echo "== generated candle-examples: every example built with --features rocm, flash-attn (over our run_mha) and the example features that need no CUDA"
 echo "   (kernels for gfx90a and gfx1030 with the host's hipcc, taken from the bundle's kernel cache). Left out: depth_anything_v2 and pyo3 (reinforcement-learning), whose"
 echo "   example code does not compile upstream either with upstream's own Cargo.lock (enterpolation 0.3.0 has no Generator,"
 echo "   pyo3 0.29 no PyObject/IntoPy); buildtime-download (downloads from the hub while building)"
-examples_features=rocm,symphonia,candle-datasets,onnx,tekken,rubato,pdf2image,microphone,encodec,mimi,snac
+examples_features=rocm,flash-attn,symphonia,candle-datasets,onnx,tekken,rubato,pdf2image,microphone,encodec,mimi,snac
 # (the bundle's arches and kernel cache: the kernels compiled for the bundle above are taken, not compiled again)
 CARGO_PROFILE_DEV_DEBUG=0 CARGO_INCREMENTAL=0 CANDLE_ROCM_ARCHS=gfx90a,gfx1030 SKIP_BINDGEN=1 \
   CANDLE_ROCM_KERNELS_CACHE="$PWD/target/gpu-bundle/kernels-cache" \

@@ -115,6 +115,8 @@ pub const FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
     ("candle/cuda", "candle/rocm"),
     ("candle-nn/cuda", "candle-nn/rocm"),
     ("candle-transformers/cuda", "candle-transformers/rocm"),
+    // rule `backend-neutral-features`
+    ("candle-flash-attn?/cuda", "candle-flash-attn?/rocm"),
 ];
 
 /// Dependencies of the `cuda` features that the ROCm feature goes without,
@@ -172,6 +174,15 @@ pub const NO_ROCM_BACKEND: &[(&str, &str, &str)] = &[(
 /// The candle packages with a `cuda` feature: a package that depends on one
 /// with that feature on unconditionally needs CUDA (rule `cuda-dependency-features`).
 pub const CUDA_FEATURE_PACKAGES: &[&str] = &["candle-core", "candle-nn", "candle-transformers"];
+
+/// Generated packages that build with either backend (features `cuda` and `rocm`,
+/// rule `cuda-dependency-features`) though upstream's need CUDA. Rule
+/// `backend-neutral-features`: a feature of another package that turns on `cuda`
+/// to enable one (`flash-attn = ["cuda", "dep:candle-flash-attn"]`) no longer
+/// turns on `cuda`; the package's `cuda` and `rocm` features turn on the
+/// dependency's (`candle-flash-attn?/cuda`, `candle-flash-attn?/rocm`), so
+/// `--features rocm,flash-attn` builds it for ROCm.
+pub const BACKEND_NEUTRAL_PACKAGES: &[&str] = &["candle-flash-attn"];
 
 /// Dev-dependencies that publishing dropped (a path-only dependency in the
 /// checkout's manifest is left out of the crates.io one) though the published

@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use super::mapping::{CUDA_FEATURE_PACKAGES, DEVICE_TYPE_CRATES, RESTORED_DEV_DEPENDENCIES, FEATURES, FEATURE_DEPENDENCIES, UNMIRRORABLE_FEATURES, UNMIRRORABLE_FEATURE_DEPENDENCIES, UNMIRRORED_CANDLE_DEPENDENTS};
+use super::mapping::{BACKEND_NEUTRAL_PACKAGES, CUDA_FEATURE_PACKAGES, DEVICE_TYPE_CRATES, RESTORED_DEV_DEPENDENCIES, FEATURES, FEATURE_DEPENDENCIES, UNMIRRORABLE_FEATURES, UNMIRRORABLE_FEATURE_DEPENDENCIES, UNMIRRORED_CANDLE_DEPENDENTS};
 use super::cuda_names::is_cuda_ident;
 use super::gaps::Gap;
 use super::rules;
@@ -52,6 +52,7 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
     let device_type_features = device_type_features(file, manifest, &table)?;
     let mut gaps = Vec::new();
     let mut twinned_features = cuda_as_feature(&mut table);
+    twinned_features += backend_neutral_features(&mut table, paths);
     drop_uncarried_build_script(&mut table, has_file);
     let mut new_deps: Vec<String> = Vec::new();
 
@@ -200,6 +201,44 @@ fn cuda_as_feature(table: &mut toml::Table) -> usize {
         }
     }
     keys.len()
+}
+
+/// Rule `backend-neutral-features` (see [`BACKEND_NEUTRAL_PACKAGES`]): returns how many
+/// features it changed.
+fn backend_neutral_features(table: &mut toml::Table, paths: &PackagePaths) -> usize {
+    let Some(features) = table.get_mut("features").and_then(|f| f.as_table_mut()) else { return 0 };
+    let mut enabled = Vec::new();
+    let mut changed = 0;
+    for (name, value) in features.iter_mut() {
+        if is_cuda_feature(name) {
+            continue;
+        }
+        let Some(values) = value.as_array_mut() else { continue };
+        let neutral: Vec<String> = values
+            .iter()
+            .filter_map(|v| v.as_str()?.strip_prefix("dep:"))
+            .filter(|d| BACKEND_NEUTRAL_PACKAGES.contains(d) && paths.siblings.contains_key(*d))
+            .map(str::to_string)
+            .collect();
+        if neutral.is_empty() || !values.iter().any(|v| v.as_str() == Some("cuda")) {
+            continue;
+        }
+        values.retain(|v| v.as_str() != Some("cuda"));
+        enabled.extend(neutral);
+        changed += 1;
+    }
+    enabled.sort();
+    enabled.dedup();
+    // the feature rule twins `cuda`'s values into `rocm` (FEATURE_DEPENDENCIES)
+    if let Some(values) = features.get_mut("cuda").and_then(|v| v.as_array_mut()) {
+        for dep in &enabled {
+            let value = toml::Value::String(format!("{dep}?/cuda"));
+            if !values.contains(&value) {
+                values.push(value);
+            }
+        }
+    }
+    changed
 }
 
 /// Rule `restored-dev-dependencies`: the dev-dependencies of
@@ -458,6 +497,21 @@ optional = true
         // a package whose candle dependency has no unconditional cuda is left alone
         let nn = "[package]\nname = \"candle-nn\"\nversion = \"0.11.1\"\n[features]\ncuda = [\"candle/cuda\"]\n[dependencies.candle]\nversion = \"0.11.1\"\npackage = \"candle-core\"\n";
         assert!(!requires_cuda(nn));
+    }
+
+    #[test]
+    fn a_feature_that_turned_on_cuda_for_flash_attention_turns_on_either_backend() {
+        let tr = "[package]\nname = \"candle-transformers\"\nversion = \"0.11.1\"\n[features]\ncuda = [\"candle/cuda\"]\nflash-attn = [\"cuda\", \"dep:candle-flash-attn\"]\n[dependencies.candle]\nversion = \"0.11.1\"\npackage = \"candle-core\"\n[dependencies.candle-flash-attn]\nversion = \"0.11.1\"\noptional = true\n";
+        let mut with_fa = paths();
+        with_fa.siblings.insert("candle-flash-attn".into(), "../candle-flash-attn".into());
+        let t: toml::Table = mirror_manifest("Cargo.toml", "x", tr, &with_fa, &|_| true).unwrap().text.parse().unwrap();
+        let values = |f: &str| t["features"][f].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect::<Vec<_>>();
+        assert_eq!(values("flash-attn"), ["dep:candle-flash-attn"]);
+        assert_eq!(values("cuda"), ["candle/cuda", "candle-flash-attn?/cuda"]);
+        assert_eq!(values("rocm"), ["candle/rocm", "candle-flash-attn?/rocm"]);
+        // where candle-flash-attn is not mirrored (an older release) the feature stays
+        let t: toml::Table = mirror_manifest("Cargo.toml", "x", tr, &paths(), &|_| true).unwrap().text.parse().unwrap();
+        assert_eq!(t["features"]["flash-attn"].as_array().unwrap().len(), 2);
     }
 
     #[test]
