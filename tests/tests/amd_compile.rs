@@ -20,13 +20,14 @@ fn generated_kernels_compile_for_cdna_and_rdna_with_full_kernel_parity() {
     // units this hipcc already compiled from these very sources (CANDLE_ROCM_KERNELS_CACHE:
     // CI's GPU bundle build compiles the same jobs first) are taken from the cache
     let cache = KernelCache::from_env(&hipcc, &kernels).unwrap();
-    let (mut results, to_compile): (Vec<_>, Vec<_>) = match &cache {
-        Some(cache) => {
-            let (cached, rest): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|j| cache.fetch(j).is_some());
-            (cached.iter().map(|j| cache.fetch(j).unwrap()).collect(), rest)
+    let mut results = Vec::new();
+    let mut to_compile = Vec::new();
+    for job in jobs {
+        match cache.as_ref().and_then(|c| c.fetch(&job)) {
+            Some(cached) => results.push(cached),
+            None => to_compile.push(job),
         }
-        None => (Vec::new(), jobs),
-    };
+    }
     let from_cache = results.len();
     results.extend(compile_all(&hipcc, to_compile, parallelism));
     let failures: Vec<String> = results.iter().filter_map(|r| r.result.as_ref().err().map(|e| e.to_string())).collect();

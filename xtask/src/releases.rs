@@ -214,7 +214,7 @@ fn run_one(root: &Path, work: &Path, input: &Input, args: &ReleasesArgs) -> Resu
     }
     let mut errors = Vec::new();
     for package in ["candle-core", "candle-nn"] {
-        let mut check = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        let mut check = crate::workspace::cargo_command();
         check
             .arg("check")
             .arg("--manifest-path")

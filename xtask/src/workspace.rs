@@ -1,6 +1,7 @@
 //! Where the workspace is, for every command that reads or writes in it.
 
 use std::path::PathBuf;
+use std::process::Command;
 
 use crate::regen::upstream;
 
@@ -16,4 +17,9 @@ pub fn workspace_root() -> PathBuf {
     }
     let cwd = std::env::current_dir().unwrap_or_default();
     cwd.ancestors().find(|d| is_root(d)).map(|d| d.to_path_buf()).unwrap_or(built)
+}
+
+/// The cargo that runs `cargo xtask` (`CARGO`), else `cargo` on PATH.
+pub fn cargo_command() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }

@@ -84,7 +84,7 @@ pub fn run(args: RegenBenchArgs) -> Result<ExitCode> {
     record(&mut table, "candle-rocm regen", "no-op, translating: --check", &check);
 
     // the kernel translation alone, in this process: what torch.utils.hipify's call does
-    let step_input = crate::regen::steps::StepInput { upstream: &up, rocm_crates: Default::default() };
+    let step_input = crate::regen::steps::StepInput::new(&up, Default::default())?;
     let mut seconds = Vec::with_capacity(n);
     for i in 0..w + n {
         let start = std::time::Instant::now();

@@ -2,7 +2,6 @@
 //! directory's environment), and the executables cargo reports.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
@@ -91,7 +90,7 @@ pub fn build_all(root: &Path, target_dir: &Path, env: &[(&str, &str)], only: &[S
 }
 
 pub fn cargo(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let status = crate::workspace::cargo_command()
         .args(args)
         .envs(env.iter().copied())
         .current_dir(root)
@@ -111,7 +110,7 @@ fn build_tests(
     env: &[(&str, &str)],
 ) -> Result<Vec<TestBinary>> {
     let manifest = root.join(build.manifest);
-    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let output = crate::workspace::cargo_command()
         .args([
             "test",
             "--release",

@@ -126,7 +126,7 @@ fn git_dirty(root: &Path) -> bool {
         .is_ok_and(|o| !o.stdout.is_empty())
 }
 
-fn collect_sizes(base: &Path, dir: &Path, out: &mut Vec<(String, u64)>) -> Result<()> {
+pub fn collect_sizes(base: &Path, dir: &Path, out: &mut Vec<(String, u64)>) -> Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
         if path.is_dir() {

@@ -23,6 +23,8 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use super::step;
+use crate::regen::upstream::registry_dir;
+use crate::workspace::cargo_command;
 
 /// The wheels of CUDA 13.0's nvcc, headers and runtime.
 const WHEELS: [&str; 5] = [
@@ -34,7 +36,7 @@ const WHEELS: [&str; 5] = [
 ];
 
 /// The cudarc whose bindings list the stubs' functions (candle-core 0.11.1's).
-const CUDARC: &str = "cudarc-0.19.10";
+const CUDARC: (&str, &str) = ("cudarc", "0.19.10");
 
 /// Stub libraries: (library name, cudarc's `sys` module, CUDA 13's soname).
 const STUBS: [(&str, &str, &str); 5] = [
@@ -82,11 +84,11 @@ pub fn toolchain(root: &Path, fetch_manifest: &Path) -> Result<Cuda13> {
 
     // stub libraries with CUDA 13's sonames, exporting every function cudarc's bindings
     // of that library declare (all versions: a stub's extra names are harmless)
-    let cudarc = match registry_crate(CUDARC) {
+    let cudarc = match registry_dir(CUDARC.0, CUDARC.1) {
         Some(dir) => dir,
         None => {
-            step(cargo().args(["fetch", "--quiet", "--manifest-path"]).arg(fetch_manifest), "cargo fetch")?;
-            registry_crate(CUDARC).with_context(|| format!("{CUDARC} is not in the cargo registry after cargo fetch of {}", fetch_manifest.display()))?
+            step(cargo_command().args(["fetch", "--quiet", "--manifest-path"]).arg(fetch_manifest), "cargo fetch")?;
+            registry_dir(CUDARC.0, CUDARC.1).with_context(|| format!("{}-{} is not in the cargo registry after cargo fetch of {}", CUDARC.0, CUDARC.1, fetch_manifest.display()))?
         }
     };
     let stubs = home.join("lib/stubs");
@@ -168,20 +170,6 @@ fn stub_source(bindings: &str) -> String {
         })
         .collect();
     names.iter().map(|n| format!("void {n}(void) {{}}\n")).collect()
-}
-
-/// `<registry>/src/*/<name>` in the cargo home (CARGO_HOME, else ~/.cargo).
-pub fn registry_crate(name: &str) -> Option<PathBuf> {
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
-    let mut indexes: Vec<PathBuf> = std::fs::read_dir(home.join("registry/src")).ok()?.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    indexes.sort();
-    indexes.into_iter().map(|i| i.join(name)).find(|d| d.is_dir())
-}
-
-fn cargo() -> Command {
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
 
 #[cfg(test)]

@@ -219,7 +219,7 @@ fn registry_copy(root: &Path, name: &str, version: &str) -> Result<PathBuf> {
     if src.join(".copied").is_file() {
         return Ok(src);
     }
-    let registry = cuda13::registry_crate(&crate_dir)
+    let registry = crate::regen::upstream::registry_dir(name, version)
         .with_context(|| format!("{crate_dir} is not in the cargo registry: run cargo xtask regen (it fetches it)"))?;
     if src.exists() {
         std::fs::remove_dir_all(&src)?;
@@ -235,8 +235,9 @@ fn registry_copy(root: &Path, name: &str, version: &str) -> Result<PathBuf> {
 }
 
 fn niced_cargo() -> Command {
+    let cargo = crate::workspace::cargo_command();
     let mut c = Command::new("nice");
-    c.args(["-n", "19"]).arg(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.args(["-n", "19"]).arg(cargo.get_program());
     c
 }
 
@@ -257,23 +258,10 @@ fn step(command: &mut Command, what: &str) -> Result<()> {
 /// Prints OUT's files and sizes.
 fn list(out: &Path) -> Result<()> {
     let mut files = Vec::new();
-    walk(out, &mut files)?;
+    pack::collect_sizes(out, out, &mut files)?;
     files.sort();
     for (path, size) in files {
-        println!("{size:>12}  {}", path.strip_prefix(out).unwrap_or(&path).display());
-    }
-    Ok(())
-}
-
-fn walk(dir: &Path, files: &mut Vec<(PathBuf, u64)>) -> Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let path = entry.path();
-        if entry.file_type()?.is_dir() {
-            walk(&path, files)?;
-        } else {
-            files.push((path, entry.metadata()?.len()));
-        }
+        println!("{size:>12}  {path}");
     }
     Ok(())
 }

@@ -82,7 +82,7 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
         }
     }
 
-    let input = StepInput { upstream: &upstream, rocm_crates: rocm_crate_paths(&root, &out_dir) };
+    let input = StepInput::new(&upstream, rocm_crate_paths(&root, &out_dir))?;
     // the steps are independent: they run on the thread pool (as do the files inside them)
     let steps = STEPS.par_iter().map(|step| step(&input)).collect::<Result<Vec<_>>>()?;
     let tree = assemble(&upstream, &static_library(&config.kernels.static_library), &steps)?;

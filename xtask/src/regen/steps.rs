@@ -47,6 +47,28 @@ pub struct StepInput<'a> {
     /// package (`../../rocm-runtime/hip`), or absolute when the output
     /// directory is outside the workspace.
     pub rocm_crates: BTreeMap<String, String>,
+    /// How many parameters candle-flash-attn's `run_mha` has when they are not
+    /// those kernels/candle_flash_attn.hip implements (that release's
+    /// candle-flash-attn is not mirrored); read once, when the input is made.
+    pub foreign_run_mha: Option<usize>,
+}
+
+impl<'a> StepInput<'a> {
+    pub fn new(upstream: &'a Upstream, rocm_crates: BTreeMap<String, String>) -> Result<Self> {
+        let foreign_run_mha = match &upstream.flash_attn {
+            Some(krate) => foreign_run_mha(krate)?,
+            None => None,
+        };
+        Ok(StepInput { upstream, rocm_crates, foreign_run_mha })
+    }
+
+    /// The upstream packages regen mirrors (all but candle-kernels, and
+    /// candle-flash-attn only where its `run_mha` is the ABI of
+    /// kernels/candle_flash_attn.hip).
+    fn mirrored_packages(&self) -> Vec<&'a CrateSource> {
+        let flash_attn = self.upstream.flash_attn.as_ref().map(|c| c.name.as_str());
+        self.upstream.packages().into_iter().filter(|c| self.foreign_run_mha.is_none() || Some(c.name.as_str()) != flash_attn).collect()
+    }
 }
 
 /// A translation step.
@@ -139,20 +161,18 @@ pub fn candle_nn(input: &StepInput) -> Result<StepOutput> {
 /// linked with the kernels crate's launchers.
 pub fn candle_flash_attn(input: &StepInput) -> Result<StepOutput> {
     let step = "candle-flash-attn";
-    if let Some(krate) = &input.upstream.flash_attn {
-        if let Some(params) = foreign_run_mha(krate)? {
-            return Ok(StepOutput {
-                name: step,
-                notes: vec![format!(
-                    "{step}: not mirrored: {} {}'s run_mha ({} parameters) is not the C ABI kernels/candle_flash_attn.hip implements (candle-flash-attn 0.11.1's, {} parameters)",
-                    krate.name,
-                    krate.version,
-                    params,
-                    translator::kernels::mapping::RUN_MHA_PARAMETERS.len()
-                )],
-                ..Default::default()
-            });
-        }
+    if let (Some(krate), Some(params)) = (&input.upstream.flash_attn, input.foreign_run_mha) {
+        return Ok(StepOutput {
+            name: step,
+            notes: vec![format!(
+                "{step}: not mirrored: {} {}'s run_mha ({} parameters) is not the C ABI kernels/candle_flash_attn.hip implements (candle-flash-attn 0.11.1's, {} parameters)",
+                krate.name,
+                krate.version,
+                params,
+                translator::kernels::mapping::RUN_MHA_PARAMETERS.len()
+            )],
+            ..Default::default()
+        });
     }
     mirror_optional(input, input.upstream.flash_attn.as_ref(), step, &LIBRARY)
 }
@@ -164,19 +184,6 @@ fn foreign_run_mha(krate: &CrateSource) -> Result<Option<usize>> {
     let text = std::fs::read_to_string(&ffi).with_context(|| format!("reading {}", ffi.display()))?;
     let params = run_mha_parameters(&text).with_context(|| format!("{}: no `fn run_mha` in an extern block", ffi.display()))?;
     Ok((params != translator::kernels::mapping::RUN_MHA_PARAMETERS).then_some(params.len()))
-}
-
-/// The upstream packages regen mirrors (all but candle-kernels, and candle-flash-attn
-/// only where its `run_mha` is the ABI of kernels/candle_flash_attn.hip).
-fn mirrored_packages(upstream: &Upstream) -> Result<Vec<&CrateSource>> {
-    let mut out = Vec::new();
-    for krate in upstream.packages() {
-        let foreign = upstream.flash_attn.as_ref().is_some_and(|fa| fa.name == krate.name) && foreign_run_mha(krate)?.is_some();
-        if !foreign {
-            out.push(krate);
-        }
-    }
-    Ok(out)
 }
 
 /// The parameter names of `fn run_mha` in an `extern` block of `ffi`.
@@ -311,7 +318,7 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str, sh
     let paths = translator::backend::package::PackagePaths {
         rocm_crates: input.rocm_crates.clone(),
         // every other mirrored package is a sibling under generated/
-        siblings: mirrored_packages(input.upstream)?.into_iter().filter(|c| c.name != krate.name).map(|c| (c.name.clone(), format!("../{}", c.name))).collect(),
+        siblings: input.mirrored_packages().into_iter().filter(|c| c.name != krate.name).map(|c| (c.name.clone(), format!("../{}", c.name))).collect(),
     };
     let manifest = translator::backend::package::mirror_manifest("Cargo.toml", &label, &manifest_text, &paths, &|p| out.contains_key(p)).map_err(|e| anyhow!("{}: {e}", krate.name))?;
     out.insert("Cargo.toml".to_string(), manifest.text.into_bytes());

@@ -2,7 +2,6 @@
 //! local cargo registry, fetched with cargo when absent) or a checkout.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
@@ -189,7 +188,8 @@ fn cargo_home() -> PathBuf {
 
 /// `$CARGO_HOME/registry/src/<index>/<name>-<version>` (first index, sorted),
 /// only when cargo finished unpacking it (it writes `.cargo-ok` last).
-fn registry_dir(name: &str, version: &str) -> Option<PathBuf> {
+/// `<cargo home>/registry/src/*/<name>-<version>`, when fully unpacked there.
+pub fn registry_dir(name: &str, version: &str) -> Option<PathBuf> {
     let src = cargo_home().join("registry/src");
     let mut indexes: Vec<PathBuf> = std::fs::read_dir(src).ok()?.flatten().map(|e| e.path()).collect();
     indexes.sort();
@@ -203,7 +203,7 @@ fn fetch(names: &[&str], version: &str) -> Result<()> {
     std::fs::write(dir.path().join("Cargo.toml"), format!("[package]\nname = \"candle-rocm-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[dependencies]\n{deps}"))?;
     std::fs::create_dir_all(dir.path().join("src"))?;
     std::fs::write(dir.path().join("src/lib.rs"), "")?;
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let out = crate::workspace::cargo_command()
         .arg("fetch")
         .arg("--manifest-path")
         .arg(dir.path().join("Cargo.toml"))
