@@ -6,32 +6,52 @@ cd "$(dirname "$0")/.."
 # one target directory for all of them (target/generated, which cargo xtask
 # releases uses) shares their dependencies
 gen_target="$PWD/target/generated"
+# the debug builds (the root's backend, the examples, the workspace's tests) without
+# debug info or incremental caches: a third of the disk, and less time linking
+export CARGO_PROFILE_DEV_DEBUG=0 CARGO_INCREMENTAL=0
+# each step's time, and the disk after it (CI's disk is shared and sometimes short);
+# with TEST_PRUNE=1 (.ci/run) a build directory is removed once no later step needs it
+step_name="" step_start=$(date +%s)
+step() {
+  local now; now=$(date +%s)
+  if [ -n "$step_name" ]; then
+    echo "-- $step_name: $((now - step_start)) s; target/ holds $(du -sh target 2>/dev/null | cut -f1), $(df -h --output=avail . | tail -1 | tr -d ' ') free"
+  fi
+  step_name=$1 step_start=$now
+  [ -z "$1" ] || echo "== $1"
+}
+prune() {
+  if [ "${TEST_PRUNE:-0}" = 1 ]; then rm -rf "$@"; echo "(pruned: $*)"; fi
+}
 
-echo "== generated/ is what the pinned release gives"
+step "generated/ is what the pinned release gives"
 cargo xtask regen --check
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-echo "== BENCHMARKS.md is what the benchmarks' result files give (cargo xtask bench report)"
+step "BENCHMARKS.md is what the benchmarks' result files give (cargo xtask bench report)"
 cargo xtask bench report --check
 
-echo "== regen is deterministic"
+step "regen is deterministic"
 cargo xtask regen --out "$tmp/a" >/dev/null
 cargo xtask regen --out "$tmp/b" >/dev/null
 diff -r "$tmp/a" "$tmp/b"
 echo "two regen runs: byte-identical trees"
 
-echo "== ROCm 7.2 (Debian experimental, hipcc with clang 22) in a sid root of its own (cargo xtask rocm-root; reused when complete)"
+step "ROCm 7.2 (Debian experimental, hipcc with clang 22) in a sid root of its own (cargo xtask rocm-root; reused when complete)"
 cargo xtask rocm-root 7.2
-echo "== every generated kernel compiled with ROCm 7.2 for CDNA3 (gfx942, wave64), RDNA3 (gfx1100) and RDNA4 (gfx1201), arch by arch:"
+step "every generated kernel compiled with ROCm 7.2 for CDNA3 (gfx942, wave64), RDNA3 (gfx1100) and RDNA4 (gfx1201), arch by arch:"
 echo "   kernel parity per arch, warnings counted and new ones named (tools/rocm-matrix.sh does all nine arches and ROCm 6.4)"
 cargo xtask build-kernels --rocm 7.2 --arch gfx942,gfx1100,gfx1201 --each-arch --out target/rocm/7.2/kernels
-echo "== generated candle-core and candle-nn (feature rocm) and the HIP layer built and linked against ROCm 7.2's libraries inside"
-echo "   the root, every imported HIP/rocBLAS/rocRAND symbol checked against them, the CPU tests run there"
-cargo xtask rocm-backend --rocm 7.2 --archs gfx942
+step "generated candle-core and candle-nn (feature rocm) and the HIP layer built and linked against ROCm 7.2's libraries inside"
+echo "   the root (their library test binaries), every imported HIP/rocBLAS/rocRAND/RCCL symbol checked against them, the HIP"
+echo "   layer's tests run there (its C values against 7.2's headers). candle-core's and candle-nn's whole suites run in the"
+echo "   bundle's CPU run below, in release (tools/rocm-matrix.sh runs them in this root too)"
+cargo xtask rocm-backend --rocm 7.2 --archs gfx942 --libs-only
+prune target/rocm/7.2/cargo-target
 
-echo "== the GPU bundle (cargo xtask gpu-bundle): the forwarding runtime hip-on-cuda, and with feature rocm, in release,"
+step "the GPU bundle (cargo xtask gpu-bundle): the forwarding runtime hip-on-cuda, and with feature rocm, in release,"
 echo "   linked against it: candle-core's and candle-nn's own suites, the ROCm-vs-CPU tests of tests/scratch-rocm (a user's"
 echo "   project: crates.io candle-transformers, candle-core/candle-nn patched to generated/), the tensor-parallel program's"
 echo "   one-device shard check (tests/tensor-parallel, features rocm + rccl: world 2 and 4 summed in one process against the"
@@ -39,7 +59,7 @@ echo "   whole model; its CPU half runs here below), the HIP layer's tests."
 echo "   candle-rocm-kernels' build compiles every kernel for gfx90a + gfx1030 on the way."
 cargo xtask gpu-bundle --archs gfx90a,gfx1030
 
-echo "== the bundle's tests here: no GPU, so the run script says it skips the GPU execution and runs them on the CPU"
+step "the bundle's tests here: no GPU, so the run script says it skips the GPU execution and runs them on the CPU"
 echo "   (candle-core's and candle-nn's suites pass; every ROCm test says it skipped; the ROCm-vs-CPU tests check their coverage)."
 echo "   Run as a maintainer carrying the bundle does: from another checkout (git archive of HEAD), with the carried"
 echo "   bundle.tar.xz, and this checkout hidden (an empty directory mounted over it in a private mount namespace), so a"
@@ -52,30 +72,9 @@ cp target/gpu-bundle/bundle.tar.xz "$tmp/bundle.tar.xz"
 cp -r target/gpu-bundle/amd-launchers "$tmp/amd-launchers"
 unshare -m bash -c 'mount --bind "$1" "$2" && cd / && RUST_BACKTRACE=0 CANDLE_ROCM_AMD_LAUNCHERS_DIR="$3" WORK_DIR="$4" bash "$5/hip-on-cuda/run-gpu-tests.sh" "$6"' \
   _ "$tmp/empty" "$PWD" "$tmp/amd-launchers" "$tmp/bundle-run" "$elsewhere" "$tmp/bundle.tar.xz"
+rm -rf "$tmp/bundle-run" "$tmp/bundle.tar.xz" "$tmp/amd-launchers"
 
-echo "== other inputs through the release table (cargo xtask releases; README 'Every Candle release'): the translator is not tuned to one release."
-echo "   A checkout-shaped tree (0.10.2's crates.io sources in their workspace form, no git clone): regen --candle-src resolves the"
-echo "   inherited manifest keys, its kernels compile for gfx1030 with the host hipcc, its candle-core and candle-nn type-check."
-echo "   The oldest release, 0.9.0 (no static-library launchers, ug always on): regen, its kernels, its backend check."
-cargo xtask releases --only --checkout-of 0.10.2 --arch gfx1030 --work "$tmp/releases"
-cargo xtask releases --only --versions 0.9.0 --arch gfx1030 --work "$tmp/releases"
-
-echo "== generated candle-examples: every example built with --features rocm, flash-attn (over our run_mha) and the example features that need no CUDA"
-echo "   (kernels for gfx90a and gfx1030 with the host's hipcc, taken from the bundle's kernel cache). Left out: depth_anything_v2 and pyo3 (reinforcement-learning), whose"
-echo "   example code does not compile upstream either with upstream's own Cargo.lock (enterpolation 0.3.0 has no Generator,"
-echo "   pyo3 0.29 no PyObject/IntoPy); buildtime-download (downloads from the hub while building)"
-examples_features=rocm,flash-attn,symphonia,candle-datasets,onnx,tekken,rubato,pdf2image,microphone,encodec,mimi,snac
-# (the bundle's arches and kernel cache: the kernels compiled for the bundle above are taken, not compiled again)
-CARGO_PROFILE_DEV_DEBUG=0 CARGO_INCREMENTAL=0 CANDLE_ROCM_ARCHS=gfx90a,gfx1030 SKIP_BINDGEN=1 \
-  CANDLE_ROCM_KERNELS_CACHE="$PWD/target/gpu-bundle/kernels-cache" \
-  cargo build --manifest-path generated/candle-examples/Cargo.toml --features "$examples_features" --examples \
-  --target-dir "$gen_target"
-built=$(find "$gen_target/debug/examples" -maxdepth 1 -type f -executable -regextype posix-extended ! -regex '.*-[0-9a-f]{16}' | wc -l)
-echo "built $built example binaries"
-# 80 MB each: the binaries are not needed past this point
-rm -rf "$gen_target/debug/examples"
-
-echo "== the collectives program as the GPU machine runs it (cargo xtask gpu-program collectives: allreduce-bandwidth and the"
+step "the collectives program as the GPU machine runs it (cargo xtask gpu-program collectives: allreduce-bandwidth and the"
 echo "   tensor-parallel program, ROCm 7.2's ABI, their libraries checked, packed), allreduce-bandwidth's unit tests, and a"
 echo "   corrupt id file said before any GPU call (the sweep itself: bench/collectives/run.sh)"
 # (the bundle's arches: the tensor-parallel binary shares every dependency with the bundle's build of its tests)
@@ -91,7 +90,48 @@ if coll_out=$(LD_LIBRARY_PATH="$coll/lib" "$coll/allreduce-bandwidth" --rank 1 -
   echo "error: allreduce-bandwidth did not refuse a corrupt id file: $coll_out"; exit 1
 fi
 echo "allreduce-bandwidth refuses a corrupt id file: $coll_out"
+# the root and the bundle's release builds are not needed past this point (the kernel cache is)
+prune target/rocm/7.2/root target/gpu-bundle/release target/gpu-bundle/bundle "$coll" "$tmp/collectives-lib"
 
-echo "== unit, golden, CLI, AMD compile and kernel ROCm-vs-CPU tests (the AMD compile check takes the units the bundle's build"
+step "other inputs through the release table (cargo xtask releases; README 'Every Candle release'): the translator is not tuned to one release."
+echo "   A checkout-shaped tree (0.10.2's crates.io sources in their workspace form, no git clone): regen --candle-src resolves the"
+echo "   inherited manifest keys, its kernels compile for gfx1030 with the host hipcc, its candle-core and candle-nn type-check."
+echo "   The oldest release, 0.9.0 (no static-library launchers, ug always on): regen, its kernels, its backend check."
+cargo xtask releases --only --checkout-of 0.10.2 --arch gfx1030 --work "$tmp/releases"
+cargo xtask releases --only --versions 0.9.0 --arch gfx1030 --work "$tmp/releases"
+rm -rf "$tmp/releases"
+
+step "generated candle-examples: every example built with --features rocm, flash-attn (over our run_mha) and the example features that need no CUDA"
+echo "   (kernels for gfx90a and gfx1030 with the host's hipcc, taken from the bundle's kernel cache). Left out: depth_anything_v2 and pyo3 (reinforcement-learning), whose"
+echo "   example code does not compile upstream either with upstream's own Cargo.lock (enterpolation 0.3.0 has no Generator,"
+echo "   pyo3 0.29 no PyObject/IntoPy); buildtime-download (downloads from the hub while building)"
+examples_features=rocm,flash-attn,symphonia,candle-datasets,onnx,tekken,rubato,pdf2image,microphone,encodec,mimi,snac
+# (the bundle's arches and kernel cache: the kernels compiled for the bundle above are taken, not compiled again)
+# Linked in batches of 16, each batch's binaries removed before the next (about 100 MB each, 11 GB
+# at once): the examples --examples would build, i.e. those whose required features are on
+mapfile -t examples < <(cargo metadata --no-deps --format-version 1 --manifest-path generated/candle-examples/Cargo.toml |
+  python3 -c 'import json, sys
+on = set(sys.argv[1].split(","))
+pkg = next(p for p in json.load(sys.stdin)["packages"] if p["name"] == "candle-examples")
+for t in pkg["targets"]:
+    if "example" in t["kind"] and set(t.get("required-features") or []) <= on:
+        print(t["name"])' "$examples_features")
+built=0
+for ((i = 0; i < ${#examples[@]}; i += 16)); do
+  batch=("${examples[@]:i:16}")
+  CANDLE_ROCM_ARCHS=gfx90a,gfx1030 SKIP_BINDGEN=1 CANDLE_ROCM_KERNELS_CACHE="$PWD/target/gpu-bundle/kernels-cache" \
+    cargo build --manifest-path generated/candle-examples/Cargo.toml --features "$examples_features" \
+    "${batch[@]/#/--example=}" --target-dir "$gen_target"
+  for e in "${batch[@]}"; do
+    [ -x "$gen_target/debug/examples/$e" ] || { echo "error: example $e was not built"; exit 1; }
+  done
+  built=$((built + ${#batch[@]}))
+  rm -rf "$gen_target/debug/examples"
+done
+echo "built $built example binaries (of ${#examples[@]} the features select)"
+prune "$gen_target"
+
+step "unit, golden, CLI, AMD compile and kernel ROCm-vs-CPU tests (the AMD compile check takes the units the bundle's build"
 echo "   compiled with the same hipcc from the same sources out of the kernel cache, and compiles the rest)"
 CANDLE_ROCM_KERNELS_CACHE="$PWD/target/gpu-bundle/kernels-cache" cargo test --workspace -- --nocapture
+step ""

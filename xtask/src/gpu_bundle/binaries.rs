@@ -28,7 +28,9 @@ pub struct TestBinary {
 /// The test builds of the bundle, one cargo invocation each.
 fn test_builds() -> Vec<TestBuild> {
     // candle-core: its whole suite (the library's tests and every upstream test file).
-    let core_args: Vec<String> = vec!["--features".into(), "rocm".into(), "--lib".into(), "--tests".into()];
+    // Every group builds candle-core with `rocm` and `rccl` (the tensor-parallel
+    // program needs `rccl`): one release build of candle-core and candle-nn serves them all.
+    let core_args: Vec<String> = vec!["--features".into(), "rocm,rccl".into(), "--lib".into(), "--tests".into()];
     vec![
         TestBuild {
             group: "candle-core",
@@ -40,19 +42,19 @@ fn test_builds() -> Vec<TestBuild> {
         TestBuild {
             group: "candle-nn",
             manifest: "generated/candle-nn/Cargo.toml",
-            args: vec!["--features".into(), "rocm".into(), "--lib".into(), "--tests".into()],
+            args: vec!["--features".into(), "rocm,candle/rccl".into(), "--lib".into(), "--tests".into()],
         },
         // candle-flash-attn: upstream's tests of the flash-attention ops, over
         // candle-rocm's own run_mha (kernels/candle_flash_attn.hip)
         TestBuild {
             group: "candle-flash-attn",
             manifest: "generated/candle-flash-attn/Cargo.toml",
-            args: vec!["--features".into(), "rocm".into(), "--tests".into()],
+            args: vec!["--features".into(), "rocm,candle/rccl".into(), "--tests".into()],
         },
         TestBuild {
             group: "scratch-rocm",
             manifest: "tests/scratch-rocm/Cargo.toml",
-            args: vec!["--features".into(), "rocm".into(), "--tests".into()],
+            args: vec!["--features".into(), "rocm,candle-core/rccl".into(), "--tests".into()],
         },
         // the tensor-parallel program's one-device check of its shard math (world 2 and 4
         // summed in one process against the whole model; src/shard_check.rs)

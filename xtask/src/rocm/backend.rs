@@ -35,6 +35,12 @@ pub struct BackendArgs {
     /// and run the HIP layer's tests only (the check of its C values against the headers).
     #[arg(long)]
     no_run: bool,
+    /// The link check alone, as CI runs it: each package's library test binary
+    /// only (no upstream test files), the imports checked, and of the suites only
+    /// the HIP layer's run (candle-core's and candle-nn's whole suites run, in
+    /// release, in the GPU bundle's CPU run).
+    #[arg(long, conflicts_with = "no_run")]
+    libs_only: bool,
 }
 
 /// The packages built: manifest relative to the workspace root, `cargo test`
@@ -44,14 +50,17 @@ pub struct BackendArgs {
 /// include the check of the C values it relies on against the release's
 /// headers (`abi_tests.rs`); with its feature `rccl` (RCCL linked) when the
 /// release has RCCL among its libraries (`sonames` in rocm-releases.toml).
-fn packages(release: &Release) -> [(&'static str, &'static [&'static str], bool); 3] {
+/// With `libs_only`, candle-core and candle-nn build their library test binaries alone.
+fn packages(release: &Release, libs_only: bool) -> [(&'static str, Vec<&'static str>, bool); 3] {
     let rccl = has_rccl(release);
-    let hip_layer: &'static [&'static str] = if rccl { &["--lib", "--features", "rccl"] } else { &["--lib"] };
+    let hip_layer = if rccl { vec!["--lib", "--features", "rccl"] } else { vec!["--lib"] };
+    let targets: &[&'static str] = if libs_only { &["--lib"] } else { &["--lib", "--tests"] };
     // candle-core's `rccl` (the twin of upstream's `nccl`) turns the HIP layer's on
-    let core: &'static [&'static str] = if rccl { &["--features", "rocm,rccl", "--lib", "--tests"] } else { &["--features", "rocm", "--lib", "--tests"] };
+    let core = [&["--features", if rccl { "rocm,rccl" } else { "rocm" }], targets].concat();
+    let nn = [&["--features", "rocm"], targets].concat();
     [
         ("generated/candle-core/Cargo.toml", core, false),
-        ("generated/candle-nn/Cargo.toml", &["--features", "rocm", "--lib", "--tests"], false),
+        ("generated/candle-nn/Cargo.toml", nn, false),
         ("rocm-runtime/hip/Cargo.toml", hip_layer, true),
     ]
 }
@@ -74,9 +83,9 @@ pub fn run(args: BackendArgs) -> Result<ExitCode> {
     let root = rocm::root::ensure(&args.rocm, None, None)?;
     let target_dir = root.dir.join("cargo-target");
     let mut binaries = Vec::new();
-    for (manifest, selection, _) in packages(release) {
+    for (manifest, selection, _) in packages(release, args.libs_only) {
         let start = Instant::now();
-        let built = cargo_tests(&root, &workspace, manifest, selection, &target_dir, &args.archs, true)?;
+        let built = cargo_tests(&root, &workspace, manifest, &selection, &target_dir, &args.archs, true)?;
         println!("{manifest}: {} test binaries built and linked in the ROCm {} root in {:.0} s", built.len(), args.rocm, start.elapsed().as_secs_f64());
         binaries.extend(built);
     }
@@ -86,12 +95,12 @@ pub fn run(args: BackendArgs) -> Result<ExitCode> {
     if !report.is_complete() {
         bail!("the built binaries import symbols ROCm {} does not export (above)", args.rocm);
     }
-    for (manifest, selection, always) in packages(release) {
-        if args.no_run && !always {
+    for (manifest, selection, always) in packages(release, args.libs_only) {
+        if (args.no_run || args.libs_only) && !always {
             continue;
         }
         let start = Instant::now();
-        cargo_tests(&root, &workspace, manifest, selection, &target_dir, &args.archs, false)?;
+        cargo_tests(&root, &workspace, manifest, &selection, &target_dir, &args.archs, false)?;
         println!("{manifest}: test suite passed in the ROCm {} root in {:.0} s", args.rocm, start.elapsed().as_secs_f64());
     }
     Ok(ExitCode::SUCCESS)
@@ -143,11 +152,13 @@ mod tests {
     #[test]
     fn the_hip_layer_links_rccl_where_the_release_pins_it() {
         let (releases, _) = Releases::load(&workspace_root()).unwrap();
-        let selection = |name: &str| packages(releases.get(name).unwrap())[2].1.to_vec();
+        let selection = |name: &str| packages(releases.get(name).unwrap(), false)[2].1.clone();
         assert_eq!(selection("7.2"), ["--lib", "--features", "rccl"]);
         assert_eq!(selection("6.4"), ["--lib"]);
-        let core = |name: &str| packages(releases.get(name).unwrap())[0].1.to_vec();
-        assert_eq!(core("7.2"), ["--features", "rocm,rccl", "--lib", "--tests"]);
-        assert_eq!(core("6.4"), ["--features", "rocm", "--lib", "--tests"]);
+        let core = |name: &str, libs_only| packages(releases.get(name).unwrap(), libs_only)[0].1.clone();
+        assert_eq!(core("7.2", false), ["--features", "rocm,rccl", "--lib", "--tests"]);
+        assert_eq!(core("6.4", false), ["--features", "rocm", "--lib", "--tests"]);
+        assert_eq!(core("7.2", true), ["--features", "rocm,rccl", "--lib"]);
+        assert_eq!(packages(releases.get("7.2").unwrap(), true)[1].1, ["--features", "rocm", "--lib"]);
     }
 }

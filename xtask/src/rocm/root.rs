@@ -292,6 +292,8 @@ fn make(made: &RocmRoot, releases: &Releases, release: &Release, workspace: &Pat
     let mut install = vec!["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q", "--no-install-recommends"];
     install.extend(wanted.iter().map(|s| s.as_str()));
     in_root(made, &install, "apt-get install")?;
+    // the downloaded .deb files (about 1 GB for 7.2) are not needed once installed
+    in_root(made, &["apt-get", "clean"], "apt-get clean")?;
     in_root(made, &["update-ca-certificates"], "update-ca-certificates")?;
 
     let out = made.command("dpkg-query").args(["-W", "-f", "${Package}=${Version}\\n"]).output().context("running dpkg-query in the root")?;
