@@ -90,8 +90,13 @@ if coll_out=$(LD_LIBRARY_PATH="$coll/lib" "$coll/allreduce-bandwidth" --rank 1 -
   echo "error: allreduce-bandwidth did not refuse a corrupt id file: $coll_out"; exit 1
 fi
 echo "allreduce-bandwidth refuses a corrupt id file: $coll_out"
+
+step "unit, golden, CLI, AMD compile and kernel ROCm-vs-CPU tests (the AMD compile check takes the units the bundle's build"
+echo "   compiled with the same hipcc from the same sources out of the kernel cache, and compiles the rest)"
+CANDLE_ROCM_KERNELS_CACHE="$PWD/target/gpu-bundle/kernels-cache" cargo test --workspace -- --nocapture
+
 # the root and the bundle's release builds are not needed past this point (the kernel cache is)
-prune target/rocm/7.2/root target/gpu-bundle/release target/gpu-bundle/bundle "$coll" "$tmp/collectives-lib"
+prune target/rocm target/gpu-bundle/release target/gpu-bundle/bundle "$coll" "$tmp/collectives-lib"
 
 step "other inputs through the release table (cargo xtask releases; README 'Every Candle release'): the translator is not tuned to one release."
 echo "   A checkout-shaped tree (0.10.2's crates.io sources in their workspace form, no git clone): regen --candle-src resolves the"
@@ -131,7 +136,4 @@ done
 echo "built $built example binaries (of ${#examples[@]} the features select)"
 prune "$gen_target"
 
-step "unit, golden, CLI, AMD compile and kernel ROCm-vs-CPU tests (the AMD compile check takes the units the bundle's build"
-echo "   compiled with the same hipcc from the same sources out of the kernel cache, and compiles the rest)"
-CANDLE_ROCM_KERNELS_CACHE="$PWD/target/gpu-bundle/kernels-cache" cargo test --workspace -- --nocapture
 step ""

@@ -20,6 +20,7 @@
 pub mod collectives;
 pub mod kernel_build;
 pub mod kernel_resources;
+pub mod flash_attn;
 pub mod numerics;
 pub mod regen;
 pub mod report;

@@ -108,6 +108,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
     }
     super::numerics::section(&mut md, &results)?;
     super::collectives::section(&mut md, &results)?;
+    super::flash_attn::section(&mut md, &results)?;
     if !families.is_empty() || !backend.is_empty() {
         if !args.check {
             draw(&plot, &args.font, &families, &backend)?;

@@ -20,6 +20,7 @@
 //! packed then). Every build runs under `nice -n 19`.
 
 mod cuda13;
+mod dao;
 mod programs;
 
 use std::path::{Path, PathBuf};
@@ -198,6 +199,9 @@ fn build_cuda(root: &Path, out: &Path, build: &CudaBuild) -> Result<()> {
     }
     cargo.args(build.targets.cargo_args());
     cargo.envs(toolkit.env());
+    if build.dao_flash_attn {
+        cargo.envs(dao::prepare(root, out, &toolkit.home.join("bin/nvcc"))?.env);
+    }
     step(&mut cargo, &format!("the build of {}", manifest.display()))?;
     let dir = out.join(build.into);
     std::fs::create_dir_all(&dir)?;
@@ -205,6 +209,9 @@ fn build_cuda(root: &Path, out: &Path, build: &CudaBuild) -> Result<()> {
         let dest = dir.join(&name);
         copy(&build.targets.built(&target, &name), &dest)?;
         cuda13::check_binary(&dest)?;
+        if build.dao_flash_attn {
+            dao::check_binary(&dest)?;
+        }
     }
     Ok(())
 }

@@ -45,6 +45,9 @@ pub struct CudaBuild {
     /// candle-kernels' nvcc build.
     pub target_dir: &'static str,
     pub into: &'static str,
+    /// Stock candle-flash-attn among the dependencies: its kernels compiled on the GPU
+    /// machine, the binary linked here against a stub of their library (`dao`).
+    pub dao_flash_attn: bool,
 }
 
 /// A host program run on the GPU machine's CPU (release, no GPU feature).
@@ -118,6 +121,7 @@ pub const PROGRAMS: &[Program] = &[
             targets: Targets::Bins(&["backend-bench-cuda"]),
             target_dir: "target/bench-backend/cuda-target",
             into: "",
+            dao_flash_attn: false,
         }),
         host: &[],
         c_libraries: &[CLibrary {
@@ -147,6 +151,7 @@ pub const PROGRAMS: &[Program] = &[
             targets: Targets::Bins(&["numerics-cuda"]),
             target_dir: EXAMPLES_CUDA_TARGET,
             into: "",
+            dao_flash_attn: false,
         }),
         host: &[MAKE_MODELS],
         c_libraries: &[],
@@ -195,6 +200,7 @@ pub const PROGRAMS: &[Program] = &[
             targets: Targets::Examples(&["quantized", "qwen", "bert", "t5", "resnet", "mamba"]),
             target_dir: EXAMPLES_CUDA_TARGET,
             into: "cuda",
+            dao_flash_attn: false,
         }),
         host: &[MAKE_MODELS],
         c_libraries: &[],
@@ -202,6 +208,34 @@ pub const PROGRAMS: &[Program] = &[
         // share most of their bytes (the CUDA ones each embed candle-kernels' PTX), so each
         // is stored mostly as references to the one before it
         xz: "--lzma2=preset=9,dict=256MiB -T1",
+    },
+    Program {
+        name: "flash-attn",
+        about: "flash attention, ours (generated/candle-flash-attn over candle-rocm's run_mha) against Dao's (stock \
+                candle-flash-attn, its kernels compiled there by bench/flash-attn/build-dao.sh): errors against the f32 \
+                reference and speed beside the unfused path (bench/flash-attn/src/main.rs); run by bench/flash-attn/run.sh",
+        out: "device-carry/flash-attn",
+        rocm: &[RocmBuild {
+            manifest: "bench/flash-attn/rocm/Cargo.toml",
+            features: &[],
+            targets: Targets::Bins(&["flash-attn-bench-rocm"]),
+            into: "",
+            strip: true,
+            sonames: CANDLE_SONAMES,
+            refused: &[],
+        }],
+        cuda: Some(CudaBuild {
+            source: CudaSource::Manifest("bench/flash-attn/cuda/Cargo.toml"),
+            features: &[],
+            targets: Targets::Bins(&["flash-attn-bench-cuda"]),
+            // candle-kernels' nvcc build shared with the backend benchmark's
+            target_dir: "target/bench-backend/cuda-target",
+            into: "",
+            dao_flash_attn: true,
+        }),
+        host: &[],
+        c_libraries: &[],
+        xz: "-6 -T0",
     },
     Program {
         name: "tensor-parallel",

@@ -202,7 +202,8 @@ enum RootState {
 
 fn state(dir: &Path, spec: &str) -> RootState {
     match std::fs::read_to_string(dir.join(COMPLETE_FILE)) {
-        Ok(done) if done == spec => RootState::Complete,
+        Ok(done) if done == spec && dir.join("root").is_dir() => RootState::Complete,
+        Ok(_) if !dir.join("root").is_dir() => RootState::Stale("its marker without the root (the root was removed)"),
         Ok(_) => RootState::Stale("its pins changed"),
         Err(_) if dir.join("root").exists() => RootState::Stale("a half-made root (interrupted: no `complete` marker)"),
         Err(_) => RootState::Absent,
@@ -451,6 +452,8 @@ mod tests {
         std::fs::write(dir.path().join(COMPLETE_FILE), "spec").unwrap();
         assert_eq!(state(dir.path(), "spec"), RootState::Complete);
         assert!(matches!(state(dir.path(), "other"), RootState::Stale(why) if why.contains("pins changed")));
+        std::fs::remove_dir(dir.path().join("root")).unwrap();
+        assert!(matches!(state(dir.path(), "spec"), RootState::Stale(why) if why.contains("without the root")));
     }
 
     #[test]

@@ -100,6 +100,7 @@ impl Rng {
 }
 
 /// FNV-1a of a case name: each case gets its own, stable seed (the benchmarks' too).
+#[allow(unused_imports)]
 pub use candle_bench_fixtures::seed_of;
 
 /// How input values are drawn.
