@@ -12,7 +12,8 @@
 # the script stops them and exits 3; run it again with the same WORK_DIR (the objects made
 # are kept) to finish. Environment: as bench/backend/setup.sh (BIN_DIR, KERNELS_DIR,
 # WORK_DIR), DAO_UNITS (build-dao.sh's regex; default the head dims the cases use),
-# SPEED_FILTER (a substring of the speed configurations).
+# SPEED_FILTER (a substring of the speed configurations), SIDES (default "cuda rocm"; "rocm":
+# ours alone, without Dao's build).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 [[ $# -ge 1 ]] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
@@ -25,7 +26,8 @@ setup_build="cargo xtask gpu-program flash-attn"
 source bench/backend/setup.sh
 dao="$scratch/dao-build"
 units=${DAO_UNITS:-(fwd_hdim(64|96|128|256|512)_|splitkv_hdim(64|128)_)}
-if [[ ! -f $dao/libflashattention.so ]]; then
+sides=${SIDES:-cuda rocm}
+if [[ $sides == *cuda* && ! -f $dao/libflashattention.so ]]; then
   setsid bash bench/flash-attn/build-dao.sh "$bin/dao" "$dao" "$units" >>"$out/build-dao.log" 2>&1 &
   dao_pid=$!
 fi
@@ -50,10 +52,10 @@ if [[ -n ${dao_pid:-} ]]; then
   fi
   wait "$dao_pid" || { tail -20 "$out/build-dao.log"; echo "error: build-dao.sh failed"; exit 1; }
 fi
-tail -1 "$out/build-dao.log"
-[[ -f $out/flash-attn-errors-cuda.tsv ]] || run cuda errors
+[[ $sides != *cuda* ]] || tail -1 "$out/build-dao.log"
+[[ $sides != *cuda* || -f $out/flash-attn-errors-cuda.tsv ]] || run cuda errors
 filter=(); [[ -n ${SPEED_FILTER:-} ]] && filter=(--filter "$SPEED_FILTER")
-for side in cuda rocm; do run "$side" speed "${filter[@]}"; done
+for side in $sides; do run "$side" speed "${filter[@]}"; done
 # the GPU's name as a note line of each table (BENCHMARKS.md shows it)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 for f in "$out"/flash-attn-{errors,speed}-{cuda,rocm}.tsv; do

@@ -15,6 +15,12 @@
 //     [h, total_q];
 //   * paged KV through block_table (page_block_size rows per page) and mm-prefix ranges.
 // Rows with no key to attend to give an output of 0 and a softmax_lse of +inf, as upstream's.
+//
+// Split-KV (decode): when the query tiles of all heads and batches make too few blocks to
+// fill the GPU (one query row per sequence over a long KV), each tile's keys are split
+// over several blocks; each writes its unnormalised partial output and its running max and
+// sum (f32, a stream-ordered allocation), and `combine` merges them per row. Where the
+// allocation fails (no stream-ordered allocator) the unsplit kernel runs.
 
 #include "candle_hip_compat.h"
 
@@ -58,6 +64,9 @@ struct Params {
     int causal, unpadded_lse, wl, wr;
     const int32_t* block_table; uint32_t bt_bs; int page;
     const int32_t* mm; uint32_t mm_bs; int mm_max;
+    // split-KV: `splits` blocks per query tile, each writing a partial row of d + 2 floats
+    // (acc[d], max, sum) at ((split * b + batch) * h + head) * seqlen_q + row of `part`
+    int splits; float* part;
 };
 
 // Which mask runs, as upstream's kernel chooses it: causal, else local (a window on
@@ -86,6 +95,21 @@ __device__ __forceinline__ bool visible(const Params& p, Mode mode, const int32_
     return ok;
 }
 
+// A batch's query rows: their number, the first's index among all rows (unpadded lse),
+// and the offsets of q and o (varlen through the cumulative lengths, else padded).
+struct Rows {
+    int sq, row0;
+    long q_off, o_off;
+};
+
+__device__ __forceinline__ Rows rows_of(const Params& p, int bi) {
+    if (p.cu_q != nullptr) {
+        const int row0 = p.cu_q[bi];
+        return Rows{p.cu_q[bi + 1] - row0, row0, (long)row0 * p.q_rs, (long)row0 * p.o_rs};
+    }
+    return Rows{p.seqlen_q, bi * p.seqlen_q, (long)bi * p.q_bs, (long)bi * p.o_bs};
+}
+
 template <class T, int DMAX>
 __global__ void __launch_bounds__(THREADS) fwd(Params p) {
     using TL = Tiles<DMAX>;
@@ -99,16 +123,10 @@ __global__ void __launch_bounds__(THREADS) fwd(Params p) {
     const int kv_head = head / (p.h / p.h_k);
     const int tid = threadIdx.x, warp = tid / WARP, lane = tid % WARP;
 
-    // this batch's rows: varlen through the cumulative lengths, else the padded layout
-    int sq = p.seqlen_q, sk = p.seqlen_k;
-    long q_off = (long)bi * p.q_bs, o_off = (long)bi * p.o_bs, k_off = (long)bi * p.k_bs, v_off = (long)bi * p.v_bs;
-    int q_row0 = bi * p.seqlen_q;  // first row of this batch among all rows (unpadded lse)
-    if (p.cu_q != nullptr) {
-        q_row0 = p.cu_q[bi];
-        sq = p.cu_q[bi + 1] - q_row0;
-        q_off = (long)q_row0 * p.q_rs;
-        o_off = (long)q_row0 * p.o_rs;
-    }
+    // this batch's rows and keys: varlen through the cumulative lengths, else padded
+    const int sq = rows_of(p, bi).sq;
+    int sk = p.seqlen_k;
+    long k_off = (long)bi * p.k_bs, v_off = (long)bi * p.v_bs;
     if (p.cu_k != nullptr) {
         sk = p.cu_k[bi + 1] - p.cu_k[bi];
         if (p.block_table == nullptr) {
@@ -116,14 +134,15 @@ __global__ void __launch_bounds__(THREADS) fwd(Params p) {
             v_off = (long)p.cu_k[bi] * p.v_rs;
         }
     }
-    const int m0 = blockIdx.x * BM;
+    const int qtiles = gridDim.x / p.splits, split = blockIdx.x / qtiles;
+    const int m0 = (blockIdx.x % qtiles) * BM;
     if (m0 >= sq) return;
 
-    const T* Q = static_cast<const T*>(p.q) + q_off + (long)head * p.q_hs;
-    T* O = static_cast<T*>(p.o) + o_off + (long)head * p.o_hs;
-    const T* Kb = static_cast<const T*>(p.k) + (long)kv_head * p.k_hs;
-    const T* Vb = static_cast<const T*>(p.v) + (long)kv_head * p.v_hs;
+    const T* Q = static_cast<const T*>(p.q) + rows_of(p, bi).q_off + (long)head * p.q_hs;
     const int32_t* table = p.block_table != nullptr ? p.block_table + (long)bi * p.bt_bs : nullptr;
+    // this batch's keys and values (paged: the pages' base, rows found through the table)
+    const T* Kb = static_cast<const T*>(p.k) + (long)kv_head * p.k_hs + (table != nullptr ? 0 : k_off);
+    const T* Vb = static_cast<const T*>(p.v) + (long)kv_head * p.v_hs + (table != nullptr ? 0 : v_off);
     const float slope = p.alibi != nullptr ? p.alibi[(long)bi * p.alibi_bs + head] : 0.f;
 
     // the block's query rows into LDS, in f32 (zeros past d and past the sequence)
@@ -143,6 +162,12 @@ __global__ void __launch_bounds__(THREADS) fwd(Params p) {
         n_hi = max(0, min(sk, m_last + off + p.wr + 1));
         if (mode == LOCAL) n_lo = max(0, m0 + off - p.wl);
     }
+    if (p.splits > 1) {
+        // this block's share of the keys: chunks of whole tiles
+        const int chunk = ((max(0, n_hi - n_lo) + p.splits - 1) / p.splits + BN - 1) / BN * BN;
+        n_lo = n_lo + split * chunk;
+        n_hi = min(n_hi, n_lo + chunk);
+    }
 
     float m_run[R], l_run[R], acc[R][DT];
 #pragma unroll
@@ -161,14 +186,11 @@ __global__ void __launch_bounds__(THREADS) fwd(Params p) {
             const int r = e / DMAX, c = e % DMAX, j = n0 + r;
             T kv = from_f32<T>(0.f), vv = from_f32<T>(0.f);
             if (j < sk && c < p.d) {
-                long krow, vrow;
+                long krow = (long)j * p.k_rs, vrow = (long)j * p.v_rs;
                 if (table != nullptr) {
                     const long blk = table[j / p.page];
                     krow = blk * p.k_bs + (long)(j % p.page) * p.k_rs;
                     vrow = blk * p.v_bs + (long)(j % p.page) * p.v_rs;
-                } else {
-                    krow = k_off + (long)j * p.k_rs;
-                    vrow = v_off + (long)j * p.v_rs;
                 }
                 kv = Kb[krow + c];
                 vv = Vb[vrow + c];
@@ -231,7 +253,29 @@ __global__ void __launch_bounds__(THREADS) fwd(Params p) {
         }
     }
 
+    if (p.splits > 1) {
+        // the partial row, unnormalised: combine merges the splits
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int i = m0 + warp * R + r;
+            if (i >= sq) continue;
+            float* part = p.part + ((((long)split * p.b + bi) * p.h + head) * p.seqlen_q + i) * (p.d + 2);
+#pragma unroll
+            for (int t = 0; t < DT; ++t) {
+                const int c = lane + t * WARP;
+                if (c < p.d) part[c] = acc[r][t];
+            }
+            if (lane == 0) {
+                part[p.d] = m_run[r];
+                part[p.d + 1] = l_run[r];
+            }
+        }
+        return;
+    }
+
     // O = acc / l, and softmax_lse = ln(sum) + max (natural log, unscaled by log2)
+    const Rows rows = rows_of(p, bi);
+    T* O = static_cast<T*>(p.o) + rows.o_off + (long)head * p.o_hs;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         const int i = m0 + warp * R + r;
@@ -245,17 +289,69 @@ __global__ void __launch_bounds__(THREADS) fwd(Params p) {
         }
         if (lane == 0 && p.lse != nullptr) {
             const float lse = empty ? INFINITY : m_run[r] * 0.6931471805599453f + logf(l_run[r]);
-            const long at = p.unpadded_lse ? (long)head * p.total_q + q_row0 + i
+            const long at = p.unpadded_lse ? (long)head * p.total_q + rows.row0 + i
                                            : ((long)bi * p.h + head) * p.seqlen_q + i;
             p.lse[at] = lse;
         }
     }
 }
 
+// Merges a row's split-KV partials: one warp per (row, head, batch). With M the largest
+// running max (exp2 domain), each split weighs exp2(m_s - M): O = sum acc_s w_s / sum l_s w_s.
+template <class T>
+__global__ void __launch_bounds__(THREADS) combine(Params p) {
+    const int bi = blockIdx.z, head = blockIdx.y, lane = threadIdx.x % WARP;
+    const int i = blockIdx.x * WARPS + threadIdx.x / WARP;
+    const Rows rows = rows_of(p, bi);
+    if (i >= rows.sq) return;
+    const long stride = (long)p.b * p.h * p.seqlen_q * (p.d + 2);
+    const float* part = p.part + (((long)bi * p.h + head) * p.seqlen_q + i) * (p.d + 2);
+    float m = -INFINITY;
+    for (int s = 0; s < p.splits; ++s) m = fmaxf(m, part[s * stride + p.d]);
+    const float m_use = m == -INFINITY ? 0.f : m;
+    float l = 0.f;
+    for (int s = 0; s < p.splits; ++s) l += part[s * stride + p.d + 1] * exp2f(part[s * stride + p.d] - m_use);
+    const bool empty = l == 0.f || l != l;
+    const float inv = empty ? 0.f : 1.f / l;
+    T* O = static_cast<T*>(p.o) + rows.o_off + (long)head * p.o_hs;
+    for (int c = lane; c < p.d; c += WARP) {
+        float a = 0.f;
+        for (int s = 0; s < p.splits; ++s) a += part[s * stride + c] * exp2f(part[s * stride + p.d] - m_use);
+        O[(long)i * p.o_rs + c] = from_f32<T>(a * inv);
+    }
+    if (lane == 0 && p.lse != nullptr) {
+        const float lse = empty ? INFINITY : m * 0.6931471805599453f + logf(l);
+        const long at = p.unpadded_lse ? (long)head * p.total_q + rows.row0 + i : ((long)bi * p.h + head) * p.seqlen_q + i;
+        p.lse[at] = lse;
+    }
+}
+
+// Blocks that keep the GPU busy; a query tile is split over at most MAX_SPLITS blocks, each
+// with at least MIN_SPLIT_KEYS keys.
+constexpr long BUSY_BLOCKS = 512;
+constexpr int MAX_SPLITS = 64;
+constexpr int MIN_SPLIT_KEYS = 256;
+
 template <class T, int DMAX>
 void launch(const Params& p, hipStream_t stream) {
-    const dim3 grid((p.seqlen_q + Tiles<DMAX>::BM - 1) / Tiles<DMAX>::BM, p.h, p.b);
-    fwd<T, DMAX><<<grid, dim3(THREADS), 0, stream>>>(p);
+    const int qtiles = (p.seqlen_q + Tiles<DMAX>::BM - 1) / Tiles<DMAX>::BM;
+    const long blocks = (long)qtiles * p.h * p.b;
+    long splits = blocks >= BUSY_BLOCKS ? 1 : (BUSY_BLOCKS + blocks - 1) / blocks;
+    splits = splits < MAX_SPLITS ? splits : MAX_SPLITS;
+    splits = splits < p.seqlen_k / MIN_SPLIT_KEYS ? splits : p.seqlen_k / MIN_SPLIT_KEYS;
+    if (splits > 1) {
+        Params s = p;
+        s.splits = (int)splits;
+        const size_t bytes = (size_t)splits * p.b * p.h * p.seqlen_q * (p.d + 2) * sizeof(float);
+        if (hipMallocAsync(reinterpret_cast<void**>(&s.part), bytes, stream) == hipSuccess) {
+            fwd<T, DMAX><<<dim3(qtiles * s.splits, p.h, p.b), dim3(THREADS), 0, stream>>>(s);
+            combine<T><<<dim3((p.seqlen_q + WARPS - 1) / WARPS, p.h, p.b), dim3(THREADS), 0, stream>>>(s);
+            (void)hipFreeAsync(s.part, stream);
+            return;
+        }
+        (void)hipGetLastError();  // no stream-ordered allocator: the unsplit kernel
+    }
+    fwd<T, DMAX><<<dim3(qtiles, p.h, p.b), dim3(THREADS), 0, stream>>>(p);
 }
 
 template <class T>
@@ -312,6 +408,7 @@ extern "C" void run_mha(
     p.wl = window_size_left; p.wr = window_size_right;
     p.block_table = block_table_ptr; p.bt_bs = block_table_batch_stride; p.page = page_block_size;
     p.mm = mm_prefix_ranges_ptr; p.mm_bs = mm_prefix_range_batch_stride; p.mm_max = max_mm_prefix_ranges;
+    p.splits = 1; p.part = nullptr;
     hipStream_t stream = static_cast<hipStream_t>(stream_ptr);
     if (is_bf16) candle_fa::dispatch<candle_bf16>(p, stream);
     else candle_fa::dispatch<__half>(p, stream);

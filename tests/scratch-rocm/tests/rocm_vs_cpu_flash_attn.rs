@@ -4,8 +4,9 @@
 //! candle-bench-fixtures' `attention`, which bench/flash-attn also compares Dao's kernels
 //! with): head dims 64 to 512, f16 and bf16, causal or not, sliding windows on either side,
 //! alibi, softcap, GQA and MQA, seqlen_q != seqlen_k, lengths that are not a multiple of
-//! any tile, packed sequences of differing lengths and paged K/V with a shuffled block
-//! table. Without a ROCm device each test says it skipped.
+//! any tile, packed sequences of differing lengths, paged K/V with a shuffled block table,
+//! and one query row over thousands of keys (the split-KV path). Without a ROCm device each
+//! test says it skipped.
 
 mod common;
 
