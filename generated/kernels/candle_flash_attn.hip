@@ -68,6 +68,8 @@ struct Params {
     // split-KV: `splits` blocks per query tile, each writing a partial row of d + 2 floats
     // (acc[d], max, sum) at ((split * b + batch) * h + head) * seqlen_q + row of `part`
     int splits; float* part;
+    // every K/V base, stride and d a multiple of 8 elements (16 bytes): vector loads
+    int vec8;
 };
 
 // Which mask runs, as upstream's kernel chooses it: causal, else local (a window on
@@ -182,22 +184,48 @@ __global__ void __launch_bounds__(THREADS) fwd(Params p) {
 
     for (int n0 = (n_lo / BN) * BN; n0 < n_hi; n0 += BN) {
         __syncthreads();  // the previous tile's K/V (and, first time, sQ) are done with
-        // K and V rows n0 .. n0+BN into LDS (zeros past the sequence and past d)
-        for (int e = tid; e < BN * DMAX; e += THREADS) {
-            const int r = e / DMAX, c = e % DMAX, j = n0 + r;
-            T kv = from_f32<T>(0.f), vv = from_f32<T>(0.f);
-            if (j < sk && c < p.d) {
-                long krow = (long)j * p.k_rs, vrow = (long)j * p.v_rs;
-                if (table != nullptr) {
-                    const long blk = table[j / p.page];
-                    krow = blk * p.k_bs + (long)(j % p.page) * p.k_rs;
-                    vrow = blk * p.v_bs + (long)(j % p.page) * p.v_rs;
-                }
-                kv = Kb[krow + c];
-                vv = Vb[vrow + c];
+        // K and V rows n0 .. n0+BN into LDS (zeros past the sequence and past d); key j's
+        // rows in K and V (paged: through the block table)
+        auto key_rows = [&](int j, long& krow, long& vrow) {
+            krow = (long)j * p.k_rs;
+            vrow = (long)j * p.v_rs;
+            if (table != nullptr) {
+                const long blk = table[j / p.page];
+                krow = blk * p.k_bs + (long)(j % p.page) * p.k_rs;
+                vrow = blk * p.v_bs + (long)(j % p.page) * p.v_rs;
             }
-            sK[r * KPAD + c] = kv;
-            sV[r * KPAD + c] = vv;
+        };
+        if (p.vec8) {
+            // 8 elements (16 bytes) per load; LDS rows are 4-byte aligned (pitch KPAD):
+            // four 32-bit stores each
+            constexpr int V8 = DMAX / 8;
+            for (int e = tid; e < BN * V8; e += THREADS) {
+                const int r = e / V8, c = (e % V8) * 8, j = n0 + r;
+                uint4 kv = make_uint4(0, 0, 0, 0), vv = kv;
+                if (j < sk && c < p.d) {
+                    long krow, vrow;
+                    key_rows(j, krow, vrow);
+                    kv = *reinterpret_cast<const uint4*>(Kb + krow + c);
+                    vv = *reinterpret_cast<const uint4*>(Vb + vrow + c);
+                }
+                uint32_t* dk = reinterpret_cast<uint32_t*>(sK + r * KPAD + c);
+                uint32_t* dv = reinterpret_cast<uint32_t*>(sV + r * KPAD + c);
+                dk[0] = kv.x; dk[1] = kv.y; dk[2] = kv.z; dk[3] = kv.w;
+                dv[0] = vv.x; dv[1] = vv.y; dv[2] = vv.z; dv[3] = vv.w;
+            }
+        } else {
+            for (int e = tid; e < BN * DMAX; e += THREADS) {
+                const int r = e / DMAX, c = e % DMAX, j = n0 + r;
+                T kv = from_f32<T>(0.f), vv = from_f32<T>(0.f);
+                if (j < sk && c < p.d) {
+                    long krow, vrow;
+                    key_rows(j, krow, vrow);
+                    kv = Kb[krow + c];
+                    vv = Vb[vrow + c];
+                }
+                sK[r * KPAD + c] = kv;
+                sV[r * KPAD + c] = vv;
+            }
         }
         __syncthreads();
 
@@ -410,6 +438,8 @@ extern "C" void run_mha(
     p.block_table = block_table_ptr; p.bt_bs = block_table_batch_stride; p.page = page_block_size;
     p.mm = mm_prefix_ranges_ptr; p.mm_bs = mm_prefix_range_batch_stride; p.mm_max = max_mm_prefix_ranges;
     p.splits = 1; p.part = nullptr;
+    p.vec8 = (reinterpret_cast<uintptr_t>(k_ptr) | reinterpret_cast<uintptr_t>(v_ptr)) % 16 == 0
+             && (k_batch_stride | v_batch_stride | k_row_stride | v_row_stride | k_head_stride | v_head_stride | d) % 8 == 0;
     hipStream_t stream = static_cast<hipStream_t>(stream_ptr);
     if (is_bf16) candle_fa::dispatch<candle_bf16>(p, stream);
     else candle_fa::dispatch<__half>(p, stream);
