@@ -121,7 +121,6 @@ pkg = next(p for p in json.load(sys.stdin)["packages"] if p["name"] == "candle-e
 for t in pkg["targets"]:
     if "example" in t["kind"] and set(t.get("required-features") or []) <= on:
         print(t["name"])' "$examples_features")
-built=0
 for ((i = 0; i < ${#examples[@]}; i += 16)); do
   batch=("${examples[@]:i:16}")
   CANDLE_ROCM_ARCHS=gfx90a,gfx1030 SKIP_BINDGEN=1 CANDLE_ROCM_KERNELS_CACHE="$PWD/target/gpu-bundle/kernels-cache" \
@@ -130,10 +129,9 @@ for ((i = 0; i < ${#examples[@]}; i += 16)); do
   for e in "${batch[@]}"; do
     [ -x "$gen_target/debug/examples/$e" ] || { echo "error: example $e was not built"; exit 1; }
   done
-  built=$((built + ${#batch[@]}))
   rm -rf "$gen_target/debug/examples"
 done
-echo "built $built example binaries (of ${#examples[@]} the features select)"
+echo "built all ${#examples[@]} example binaries the features select"
 prune "$gen_target"
 
 step ""

@@ -20,8 +20,8 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use candle_bench_fixtures::attention::{cases, max_error};
-use candle_bench_fixtures::{gpu_device, XorShift64Star, BACKEND};
+use candle_bench_fixtures::attention::{cases, max_error, uniform};
+use candle_bench_fixtures::{gpu_device, BACKEND};
 use candle_core::{DType, Device, Result, Tensor};
 
 const H: usize = 32;
@@ -86,9 +86,7 @@ fn configs() -> Vec<Config> {
 }
 
 fn random(shape: (usize, usize, usize, usize), seed: &str, dev: &Device) -> Result<Tensor> {
-    let mut r = XorShift64Star::new(candle_bench_fixtures::seed_of(seed));
-    let n = shape.0 * shape.1 * shape.2 * shape.3;
-    let v: Vec<f32> = (0..n).map(|_| 2.0 * r.unit_f32() - 1.0).collect();
+    let v = uniform(shape.0 * shape.1 * shape.2 * shape.3, candle_bench_fixtures::seed_of(seed));
     Tensor::from_vec(v, shape, &Device::Cpu)?.to_dtype(DType::F16)?.to_device(dev)
 }
 

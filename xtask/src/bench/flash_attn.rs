@@ -16,23 +16,15 @@ const COMMAND: &str = "the GPU machine: bench/flash-attn/run.sh (built by cargo 
 const ERROR_RATIO_TARGET: f64 = 1.5;
 const UNFUSED_SPEEDUP_TARGET: f64 = 2.0;
 
-fn load(results: &Path, name: &str) -> Result<Option<Table>> {
-    let path = results.join(name);
-    if path.exists() {
-        Table::read(&path).map(Some)
-    } else {
-        Ok(None)
-    }
-}
-
 pub fn section(md: &mut String, results: &Path) -> Result<()> {
     md.push_str("## Flash attention: errors, ours and Dao's\n\n");
-    match (load(results, "flash-attn-errors-cuda.tsv")?, load(results, "flash-attn-errors-rocm.tsv")?) {
+    let load = |name: &str| Table::read_if_present(&results.join(name));
+    match (load("flash-attn-errors-cuda.tsv")?, load("flash-attn-errors-rocm.tsv")?) {
         (Some(cuda), Some(rocm)) => errors(md, &cuda, &rocm)?,
         _ => writeln!(md, "Not measured yet ({COMMAND}).\n")?,
     }
     md.push_str("## Flash attention: speed, ours, Dao's and the unfused path\n\n");
-    match (load(results, "flash-attn-speed-cuda.tsv")?, load(results, "flash-attn-speed-rocm.tsv")?) {
+    match (load("flash-attn-speed-cuda.tsv")?, load("flash-attn-speed-rocm.tsv")?) {
         (Some(cuda), Some(rocm)) => speed(md, &cuda, &rocm)?,
         _ => writeln!(md, "Not measured yet ({COMMAND}).\n")?,
     }

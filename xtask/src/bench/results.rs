@@ -83,6 +83,15 @@ impl Table {
         Table::parse(&text).with_context(|| format!("{}", path.display()))
     }
 
+    /// The table at `path`, or `None` where there is no such file (not measured yet).
+    pub fn read_if_present(path: &Path) -> Result<Option<Self>> {
+        if path.exists() {
+            Table::read(path).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
     pub fn write(&self, path: &Path) -> Result<()> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
