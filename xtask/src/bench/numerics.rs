@@ -21,25 +21,19 @@ const SHOWN_ROWS: &[&str] = &["1", "8", "12", "128"];
 
 pub fn section(md: &mut String, results: &Path) -> Result<()> {
     md.push_str("## Numerics: quantized matmul error, ROCm and CUDA, H100\n\n");
-    let path = results.join(QMATMUL);
-    if path.exists() {
-        qmatmul(md, &Table::read(&path)?)?;
-    } else {
-        writeln!(md, "Not measured yet ({COMMAND}).\n")?;
+    match Table::read_if_present(&results.join(QMATMUL))? {
+        Some(t) => qmatmul(md, &t)?,
+        None => writeln!(md, "Not measured yet ({COMMAND}).\n")?,
     }
     md.push_str("## Numerics: ggml's AMD MMQ paths under emulation, H100\n\n");
-    let path = results.join(AMD_EMULATED);
-    if path.exists() {
-        amd_emulated(md, &Table::read(&path)?)?;
-    } else {
-        writeln!(md, "Not measured yet ({AMD_EMULATED_COMMAND}).\n")?;
+    match Table::read_if_present(&results.join(AMD_EMULATED))? {
+        Some(t) => amd_emulated(md, &t)?,
+        None => writeln!(md, "Not measured yet ({AMD_EMULATED_COMMAND}).\n")?,
     }
     md.push_str("## Numerics: teacher-forced logits of the made-up LLMs, H100\n\n");
-    let path = results.join(TEACHER_FORCED);
-    if path.exists() {
-        teacher_forced(md, &Table::read(&path)?)?;
-    } else {
-        writeln!(md, "Not measured yet ({COMMAND}).\n")?;
+    match Table::read_if_present(&results.join(TEACHER_FORCED))? {
+        Some(t) => teacher_forced(md, &t)?,
+        None => writeln!(md, "Not measured yet ({COMMAND}).\n")?,
     }
     Ok(())
 }
