@@ -13,7 +13,10 @@
 # are kept) to finish. Environment: as bench/backend/setup.sh (BIN_DIR, KERNELS_DIR,
 # WORK_DIR), DAO_UNITS (build-dao.sh's regex; default the head dims the cases use),
 # SPEED_FILTER (a substring of the speed configurations), SIDES (default "cuda rocm"; "rocm":
-# ours alone, without Dao's build).
+# ours alone, without Dao's build), VARIANTS (default none): more nvcc builds of our kernels,
+# each giving an error table OUT_DIR/flash-attn-errors-rocm-VARIANT.tsv on the same cases:
+# gfx1100 / gfx1201 (RDNA3 / RDNA4, their WMMA emulated: build-kernels.sh AMD_ARCH),
+# portable (candle_wmma's shuffles: CANDLE_HIP_NO_WMMA_MATRIX_CORES).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 [[ $# -ge 1 ]] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
@@ -33,16 +36,32 @@ if [[ $sides == *cuda* && ! -f $dao/libflashattention.so ]]; then
 fi
 cuda_env=(env LD_LIBRARY_PATH="$dao:$base_ld")
 status=0
-run() { # side what args...
+run() { # side what args...   (side: cuda, rocm or rocm-VARIANT)
   local side=$1 what=$2; shift 2
   local envs; if [[ $side == cuda ]]; then envs=("${cuda_env[@]}"); else envs=("${rocm_env[@]}"); fi
+  if [[ $side == rocm-* ]]; then
+    local k=$scratch/kernels-${side#rocm-}
+    envs=(env LD_LIBRARY_PATH="$bin/lib:$k:$base_ld" CANDLE_ROCM_CODE_OBJECTS_DIR="$k")
+  fi
   local t=$SECONDS
-  "${envs[@]}" "$bin/flash-attn-bench-$side" "$what" "$out/flash-attn-$what-$side.tsv" "$@" >"$out/flash-attn-$what-$side.log" 2>&1
+  "${envs[@]}" "$bin/flash-attn-bench-${side%%-*}" "$what" "$out/flash-attn-$what-$side.tsv" "$@" >"$out/flash-attn-$what-$side.log" 2>&1
   local rc=$?
   echo "$side $what: exit $rc, $((SECONDS - t)) s, $(grep -vc '^#' "$out/flash-attn-$what-$side.tsv" 2>/dev/null) rows"
   [[ $rc == 0 ]] || { status=1; tail -5 "$out/flash-attn-$what-$side.log"; }
 }
 [[ -f $out/flash-attn-errors-rocm.tsv ]] || run rocm errors
+for v in ${VARIANTS:-}; do
+  case $v in
+    portable) flags=(NVCC_EXTRA_FLAGS=-DCANDLE_HIP_NO_WMMA_MATRIX_CORES) ;;
+    gfx1*) flags=(AMD_ARCH="$v") ;;
+    *) echo "error: unknown variant $v (gfx1100, gfx1201, portable)"; status=1; continue ;;
+  esac
+  if [[ ! -f $scratch/kernels-$v/libcandle_rocm_launchers.so ]]; then
+    env "${flags[@]}" bash hip-on-cuda/build-kernels.sh generated/kernels "$scratch/kernels-$v" sm_90 >"$out/build-kernels-$v.log" 2>&1 \
+      || { tail -20 "$out/build-kernels-$v.log"; echo "error: the $v build failed"; status=1; continue; }
+  fi
+  run "rocm-$v" errors
+done
 if [[ -n ${dao_pid:-} ]]; then
   while kill -0 "$dao_pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 5; done
   if kill -0 "$dao_pid" 2>/dev/null; then
@@ -58,7 +77,7 @@ filter=(); [[ -n ${SPEED_FILTER:-} ]] && filter=(--filter "$SPEED_FILTER")
 for side in $sides; do run "$side" speed "${filter[@]}"; done
 # the GPU's name as a note line of each table (BENCHMARKS.md shows it)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-for f in "$out"/flash-attn-{errors,speed}-{cuda,rocm}.tsv; do
+for f in "$out"/flash-attn-{errors,speed}-{cuda,rocm}*.tsv; do
   [[ -f $f ]] && ! grep -q '^# gpu:' "$f" && sed -i "1i # gpu: $gpu" "$f"
 done
 exit $status

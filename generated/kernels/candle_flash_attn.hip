@@ -6,6 +6,11 @@
 // in LDS, an online softmax (running max and sum per query row, f32), P·V accumulated in
 // f32 registers, O(seqlen) memory. One source for every arch: a logical warp is 32 lanes
 // (shuffles of width 32), so on CDNA's 64-lane wavefronts each half is its own warp.
+// Head dims up to 256 (fwd_tiles) compute Q·Kᵀ and P·V as 16x16x16 products on
+// candle_wmma's tiles: MFMA on CDNA2-4 (both halves of a wavefront at once), WMMA on
+// RDNA3/4, NVIDIA's mma.sync under hip-on-cuda, shuffles elsewhere (RDNA2, HIP 5). Head
+// dim 512 (paged decode) takes the row kernel (fwd_rows): scalar dot products, fewer
+// registers than 16-row tiles of 512 columns.
 //
 // What run_mha's contract covers, all here:
 //   * f16 and bf16; head dims up to 512 (tiles of 32, 64, 96, 128, 160, 192, 224, 256, 512);
@@ -24,6 +29,7 @@
 // allocation fails (no stream-ordered allocator) the unsplit kernel runs.
 
 #include "candle_hip_compat.h"
+#include "candle_hip_wmma.h"
 
 #include <stdint.h>
 
@@ -41,7 +47,7 @@ template <> __device__ __forceinline__ candle_bf16 from_f32<candle_bf16>(float v
 
 __device__ __forceinline__ float shfl_xor(float v, int mask) { return candle_shfl_xor(v, mask, WARP); }
 
-// Tile shapes per head-dim tile DMAX: BN keys per step, R query rows per warp.
+// The row kernel's shapes per head-dim tile DMAX: BN keys per step, R query rows per warp.
 template <int DMAX> struct Tiles {
     static constexpr int BN = DMAX <= 256 ? 32 : 16;
     static constexpr int R = DMAX <= 128 ? 4 : (DMAX <= 256 ? 2 : 1);
@@ -113,8 +119,139 @@ __device__ __forceinline__ Rows rows_of(const Params& p, int bi) {
     return Rows{p.seqlen_q, bi * p.seqlen_q, (long)bi * p.q_bs, (long)bi * p.o_bs};
 }
 
+// What a block works on: its batch's query rows and keys (varlen through the cumulative
+// lengths, else padded; paged K/V through the block table), the mask, and the keys any of
+// its BM rows can see, [n_lo, n_hi) (all of them when mm-prefix ranges may widen the mask;
+// with split-KV, this block's share, chunks of whole BN-key tiles).
+template <class T>
+struct Block {
+    Rows rows;
+    int sq, sk, m0, split, off, n_lo, n_hi;
+    const T* Q;   // row 0 of this head's queries
+    const T* Kb;  // this kv head's keys and values (paged: the pages' base)
+    const T* Vb;
+    const int32_t* table;
+    const int32_t* ranges;
+    Mode mode;
+    float slope;
+
+    // false when the block has no query row (a tile past a short varlen sequence)
+    __device__ __forceinline__ bool init(const Params& p, int BM, int BN) {
+        const int bi = blockIdx.z, head = blockIdx.y;
+        const int kv_head = head / (p.h / p.h_k);
+        rows = rows_of(p, bi);
+        sq = rows.sq;
+        sk = p.seqlen_k;
+        long k_off = (long)bi * p.k_bs, v_off = (long)bi * p.v_bs;
+        if (p.cu_k != nullptr) {
+            sk = p.cu_k[bi + 1] - p.cu_k[bi];
+            if (p.block_table == nullptr) {
+                k_off = (long)p.cu_k[bi] * p.k_rs;
+                v_off = (long)p.cu_k[bi] * p.v_rs;
+            }
+        }
+        const int qtiles = gridDim.x / p.splits;
+        split = blockIdx.x / qtiles;
+        m0 = (blockIdx.x % qtiles) * BM;
+        if (m0 >= sq) return false;
+        Q = static_cast<const T*>(p.q) + rows.q_off + (long)head * p.q_hs;
+        table = p.block_table != nullptr ? p.block_table + (long)bi * p.bt_bs : nullptr;
+        Kb = static_cast<const T*>(p.k) + (long)kv_head * p.k_hs + (table != nullptr ? 0 : k_off);
+        Vb = static_cast<const T*>(p.v) + (long)kv_head * p.v_hs + (table != nullptr ? 0 : v_off);
+        slope = p.alibi != nullptr ? p.alibi[(long)bi * p.alibi_bs + head] : 0.f;
+        mode = mask_mode(p);
+        off = sk - sq;
+        ranges = (p.mm != nullptr && p.mm_max > 0 && mode != NO_MASK) ? p.mm + (long)bi * p.mm_bs : nullptr;
+        const int m_last = min(m0 + BM, sq) - 1;
+        n_lo = 0;
+        n_hi = sk;
+        if (mode != NO_MASK && ranges == nullptr) {
+            n_hi = max(0, min(sk, m_last + off + p.wr + 1));
+            if (mode == LOCAL) n_lo = max(0, m0 + off - p.wl);
+        }
+        if (p.splits > 1) {
+            const int chunk = ((max(0, n_hi - n_lo) + p.splits - 1) / p.splits + BN - 1) / BN * BN;
+            n_lo = n_lo + split * chunk;
+            n_hi = min(n_hi, n_lo + chunk);
+        }
+        return true;
+    }
+
+    // The score of query row i and key j (exp2 domain, -inf where masked) from q_i · k_j.
+    // Alibi as upstream's: +slope * j when causal (the same output as the form below, a
+    // softmax_lse shifted by slope * (i + off)), else -slope * |i + off - j|.
+    __device__ __forceinline__ float score(const Params& p, float s, int i, int j) const {
+        if (p.softcap_in > 0.f) s = tanhf(s * p.softcap_in);
+        s *= p.scale;
+        if (p.alibi != nullptr) s += mode == CAUSAL ? slope * (float)j : -slope * (float)abs(i + off - j);
+        const bool ok = i < sq && j < sk && j >= n_lo && j < n_hi && visible(p, mode, ranges, i, j, off);
+        return ok ? s * 1.4426950408889634f : -INFINITY;
+    }
+
+    // K and V rows n0 .. n0+BN into LDS at pitch KP (zeros past the sequence and past d);
+    // with p.vec8, 8 elements (16 bytes) per load, stored as four 32-bit words (KP even)
+    template <int DMAX, int BN, int KP>
+    __device__ __forceinline__ void load_kv(const Params& p, int n0, T* sK, T* sV) const {
+        auto key_rows = [&](int j, long& krow, long& vrow) {
+            krow = (long)j * p.k_rs;
+            vrow = (long)j * p.v_rs;
+            if (table != nullptr) {
+                const long blk = table[j / p.page];
+                krow = blk * p.k_bs + (long)(j % p.page) * p.k_rs;
+                vrow = blk * p.v_bs + (long)(j % p.page) * p.v_rs;
+            }
+        };
+        if (p.vec8) {
+            constexpr int V8 = DMAX / 8;
+            for (int e = threadIdx.x; e < BN * V8; e += THREADS) {
+                const int r = e / V8, c = (e % V8) * 8, j = n0 + r;
+                uint4 kv = make_uint4(0, 0, 0, 0), vv = kv;
+                if (j < sk && c < p.d) {
+                    long krow, vrow;
+                    key_rows(j, krow, vrow);
+                    kv = *reinterpret_cast<const uint4*>(Kb + krow + c);
+                    vv = *reinterpret_cast<const uint4*>(Vb + vrow + c);
+                }
+                uint32_t* dk = reinterpret_cast<uint32_t*>(sK + r * KP + c);
+                uint32_t* dv = reinterpret_cast<uint32_t*>(sV + r * KP + c);
+                dk[0] = kv.x; dk[1] = kv.y; dk[2] = kv.z; dk[3] = kv.w;
+                dv[0] = vv.x; dv[1] = vv.y; dv[2] = vv.z; dv[3] = vv.w;
+            }
+        } else {
+            for (int e = threadIdx.x; e < BN * DMAX; e += THREADS) {
+                const int r = e / DMAX, c = e % DMAX, j = n0 + r;
+                T kv = from_f32<T>(0.f), vv = from_f32<T>(0.f);
+                if (j < sk && c < p.d) {
+                    long krow, vrow;
+                    key_rows(j, krow, vrow);
+                    kv = Kb[krow + c];
+                    vv = Vb[vrow + c];
+                }
+                sK[r * KP + c] = kv;
+                sV[r * KP + c] = vv;
+            }
+        }
+    }
+
+    // softmax_lse = ln(sum) + max (natural log; m in the exp2 domain), +inf for an empty row
+    __device__ __forceinline__ void write_lse(const Params& p, int i, float m, float l) const {
+        if (p.lse == nullptr) return;
+        const bool empty = l == 0.f || l != l;
+        const float lse = empty ? INFINITY : m * 0.6931471805599453f + logf(l);
+        const int bi = blockIdx.z, head = blockIdx.y;
+        const long at = p.unpadded_lse ? (long)head * p.total_q + rows.row0 + i : ((long)bi * p.h + head) * p.seqlen_q + i;
+        p.lse[at] = lse;
+    }
+
+    // split-KV: the partial row (d + 2 floats: acc, max, sum) of row i
+    __device__ __forceinline__ float* partial(const Params& p, int i) const {
+        return p.part + ((((long)split * p.b + blockIdx.z) * p.h + blockIdx.y) * p.seqlen_q + i) * (p.d + 2);
+    }
+};
+
+// The row kernel (head dim 512): scalar dot products, R query rows per warp.
 template <class T, int DMAX>
-__global__ void __launch_bounds__(THREADS) fwd(Params p) {
+__global__ void __launch_bounds__(THREADS) fwd_rows(Params p) {
     using TL = Tiles<DMAX>;
     constexpr int BN = TL::BN, R = TL::R, BM = TL::BM, DPART = TL::DPART, DT = TL::DT, KPAD = TL::KPAD;
     __shared__ T sK[BN * KPAD];
@@ -122,54 +259,15 @@ __global__ void __launch_bounds__(THREADS) fwd(Params p) {
     __shared__ float sQ[BM * DMAX];
     __shared__ float sP[WARPS * R * BN];
 
-    const int bi = blockIdx.z, head = blockIdx.y;
-    const int kv_head = head / (p.h / p.h_k);
     const int tid = threadIdx.x, warp = tid / WARP, lane = tid % WARP;
-
-    // this batch's rows and keys: varlen through the cumulative lengths, else padded
-    const int sq = rows_of(p, bi).sq;
-    int sk = p.seqlen_k;
-    long k_off = (long)bi * p.k_bs, v_off = (long)bi * p.v_bs;
-    if (p.cu_k != nullptr) {
-        sk = p.cu_k[bi + 1] - p.cu_k[bi];
-        if (p.block_table == nullptr) {
-            k_off = (long)p.cu_k[bi] * p.k_rs;
-            v_off = (long)p.cu_k[bi] * p.v_rs;
-        }
-    }
-    const int qtiles = gridDim.x / p.splits, split = blockIdx.x / qtiles;
-    const int m0 = (blockIdx.x % qtiles) * BM;
-    if (m0 >= sq) return;
-
-    const T* Q = static_cast<const T*>(p.q) + rows_of(p, bi).q_off + (long)head * p.q_hs;
-    const int32_t* table = p.block_table != nullptr ? p.block_table + (long)bi * p.bt_bs : nullptr;
-    // this batch's keys and values (paged: the pages' base, rows found through the table)
-    const T* Kb = static_cast<const T*>(p.k) + (long)kv_head * p.k_hs + (table != nullptr ? 0 : k_off);
-    const T* Vb = static_cast<const T*>(p.v) + (long)kv_head * p.v_hs + (table != nullptr ? 0 : v_off);
-    const float slope = p.alibi != nullptr ? p.alibi[(long)bi * p.alibi_bs + head] : 0.f;
+    Block<T> blk;
+    if (!blk.init(p, BM, BN)) return;
+    const int m0 = blk.m0;
 
     // the block's query rows into LDS, in f32 (zeros past d and past the sequence)
     for (int e = tid; e < BM * DMAX; e += THREADS) {
         const int r = e / DMAX, c = e % DMAX, i = m0 + r;
-        sQ[e] = (i < sq && c < p.d) ? to_f32(Q[(long)i * p.q_rs + c]) : 0.f;
-    }
-
-    // the keys any row of the block can see: [n_lo, n_hi) (all of them when mm-prefix
-    // ranges may widen the mask)
-    const Mode mode = mask_mode(p);
-    const int off = sk - sq;
-    const int32_t* ranges = (p.mm != nullptr && p.mm_max > 0 && mode != NO_MASK) ? p.mm + (long)bi * p.mm_bs : nullptr;
-    const int m_last = min(m0 + BM, sq) - 1;
-    int n_lo = 0, n_hi = sk;
-    if (mode != NO_MASK && ranges == nullptr) {
-        n_hi = max(0, min(sk, m_last + off + p.wr + 1));
-        if (mode == LOCAL) n_lo = max(0, m0 + off - p.wl);
-    }
-    if (p.splits > 1) {
-        // this block's share of the keys: chunks of whole tiles
-        const int chunk = ((max(0, n_hi - n_lo) + p.splits - 1) / p.splits + BN - 1) / BN * BN;
-        n_lo = n_lo + split * chunk;
-        n_hi = min(n_hi, n_lo + chunk);
+        sQ[e] = (i < blk.sq && c < p.d) ? to_f32(blk.Q[(long)i * p.q_rs + c]) : 0.f;
     }
 
     float m_run[R], l_run[R], acc[R][DT];
@@ -182,51 +280,9 @@ __global__ void __launch_bounds__(THREADS) fwd(Params p) {
     }
     const int key = lane % BN, part = lane / BN;
 
-    for (int n0 = (n_lo / BN) * BN; n0 < n_hi; n0 += BN) {
+    for (int n0 = (blk.n_lo / BN) * BN; n0 < blk.n_hi; n0 += BN) {
         __syncthreads();  // the previous tile's K/V (and, first time, sQ) are done with
-        // K and V rows n0 .. n0+BN into LDS (zeros past the sequence and past d); key j's
-        // rows in K and V (paged: through the block table)
-        auto key_rows = [&](int j, long& krow, long& vrow) {
-            krow = (long)j * p.k_rs;
-            vrow = (long)j * p.v_rs;
-            if (table != nullptr) {
-                const long blk = table[j / p.page];
-                krow = blk * p.k_bs + (long)(j % p.page) * p.k_rs;
-                vrow = blk * p.v_bs + (long)(j % p.page) * p.v_rs;
-            }
-        };
-        if (p.vec8) {
-            // 8 elements (16 bytes) per load; LDS rows are 4-byte aligned (pitch KPAD):
-            // four 32-bit stores each
-            constexpr int V8 = DMAX / 8;
-            for (int e = tid; e < BN * V8; e += THREADS) {
-                const int r = e / V8, c = (e % V8) * 8, j = n0 + r;
-                uint4 kv = make_uint4(0, 0, 0, 0), vv = kv;
-                if (j < sk && c < p.d) {
-                    long krow, vrow;
-                    key_rows(j, krow, vrow);
-                    kv = *reinterpret_cast<const uint4*>(Kb + krow + c);
-                    vv = *reinterpret_cast<const uint4*>(Vb + vrow + c);
-                }
-                uint32_t* dk = reinterpret_cast<uint32_t*>(sK + r * KPAD + c);
-                uint32_t* dv = reinterpret_cast<uint32_t*>(sV + r * KPAD + c);
-                dk[0] = kv.x; dk[1] = kv.y; dk[2] = kv.z; dk[3] = kv.w;
-                dv[0] = vv.x; dv[1] = vv.y; dv[2] = vv.z; dv[3] = vv.w;
-            }
-        } else {
-            for (int e = tid; e < BN * DMAX; e += THREADS) {
-                const int r = e / DMAX, c = e % DMAX, j = n0 + r;
-                T kv = from_f32<T>(0.f), vv = from_f32<T>(0.f);
-                if (j < sk && c < p.d) {
-                    long krow, vrow;
-                    key_rows(j, krow, vrow);
-                    kv = Kb[krow + c];
-                    vv = Vb[vrow + c];
-                }
-                sK[r * KPAD + c] = kv;
-                sV[r * KPAD + c] = vv;
-            }
-        }
+        blk.template load_kv<DMAX, BN, KPAD>(p, n0, sK, sV);
         __syncthreads();
 
         const int j = n0 + key;
@@ -241,14 +297,7 @@ __global__ void __launch_bounds__(THREADS) fwd(Params p) {
             for (int c = 0; c < DPART; ++c) s += qrow[c] * to_f32(krow[c]);
 #pragma unroll
             for (int mask = BN; mask < WARP; mask <<= 1) s += shfl_xor(s, mask);
-            // scores in the exp2 domain, masked to -inf
-            if (p.softcap_in > 0.f) s = tanhf(s * p.softcap_in);
-            s *= p.scale;
-            // alibi as upstream's: +slope * j when causal (the same output as the form
-            // below, a softmax_lse shifted by slope * (i + off)), else -slope * |i + off - j|
-            if (p.alibi != nullptr) s += mode == CAUSAL ? slope * (float)j : -slope * (float)abs(i + off - j);
-            const bool ok = i < sq && j < sk && j >= n_lo && j < n_hi && visible(p, mode, ranges, i, j, off);
-            s = ok ? s * 1.4426950408889634f : -INFINITY;
+            s = blk.score(p, s, i, j);
             // online softmax over the tile (BN distinct keys: reduce over the low lane bits)
             float tmax = s;
 #pragma unroll
@@ -282,46 +331,191 @@ __global__ void __launch_bounds__(THREADS) fwd(Params p) {
         }
     }
 
-    if (p.splits > 1) {
-        // the partial row, unnormalised: combine merges the splits
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-            const int i = m0 + warp * R + r;
-            if (i >= sq) continue;
-            float* part = p.part + ((((long)split * p.b + bi) * p.h + head) * p.seqlen_q + i) * (p.d + 2);
-#pragma unroll
-            for (int t = 0; t < DT; ++t) {
-                const int c = lane + t * WARP;
-                if (c < p.d) part[c] = acc[r][t];
-            }
-            if (lane == 0) {
-                part[p.d] = m_run[r];
-                part[p.d + 1] = l_run[r];
-            }
-        }
-        return;
-    }
-
-    // O = acc / l, and softmax_lse = ln(sum) + max (natural log, unscaled by log2)
-    const Rows rows = rows_of(p, bi);
-    T* O = static_cast<T*>(p.o) + rows.o_off + (long)head * p.o_hs;
+    // split-KV: the partial row, unnormalised (combine merges the splits); else O = acc / l
+    T* O = static_cast<T*>(p.o) + blk.rows.o_off + (long)blockIdx.y * p.o_hs;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         const int i = m0 + warp * R + r;
-        if (i >= sq) continue;
+        if (i >= blk.sq) continue;
+        float* const part_row = p.splits > 1 ? blk.partial(p, i) : nullptr;
         const bool empty = l_run[r] == 0.f || l_run[r] != l_run[r];
         const float inv = empty ? 0.f : 1.f / l_run[r];
 #pragma unroll
         for (int t = 0; t < DT; ++t) {
             const int c = lane + t * WARP;
-            if (c < p.d) O[(long)i * p.o_rs + c] = from_f32<T>(acc[r][t] * inv);
+            if (c >= p.d) continue;
+            if (part_row != nullptr) part_row[c] = acc[r][t];
+            else O[(long)i * p.o_rs + c] = from_f32<T>(acc[r][t] * inv);
         }
-        if (lane == 0 && p.lse != nullptr) {
-            const float lse = empty ? INFINITY : m_run[r] * 0.6931471805599453f + logf(l_run[r]);
-            const long at = p.unpadded_lse ? (long)head * p.total_q + rows.row0 + i
-                                           : ((long)bi * p.h + head) * p.seqlen_q + i;
-            p.lse[at] = lse;
+        if (lane != 0) continue;
+        if (part_row != nullptr) {
+            part_row[p.d] = m_run[r];
+            part_row[p.d + 1] = l_run[r];
+        } else {
+            blk.write_lse(p, i, m_run[r], l_run[r]);
         }
+    }
+}
+
+// The matrix-tile kernel's shapes (head dims up to 256). Q·Kᵀ and P·V are 16x16x16 products
+// on candle_wmma's tiles (the arch's matrix instruction, else shuffles). Each group of
+// WSPLIT warps owns 16 query rows, each warp DW = DMAX / WSPLIT of the head dims: its part of
+// Q·Kᵀ (the group's parts summed in LDS) and of the output (D/2 or fewer f32 accumulators
+// per lane, not D). The block walks the keys BN at a time. LDS, in elements: Q, K and V at
+// pitch DMAX + 8 (16-byte rows, banks shifted), each warp's scores at pitch SP (f32), the
+// probabilities over the scores of the group's first warp (T, pitch 2 * SP).
+template <int DMAX> struct MmaTiles {
+    static constexpr int WSPLIT = DMAX <= 128 ? 1 : 2;
+    static constexpr int BM = 16 * WARPS / WSPLIT;
+    static constexpr int BN = DMAX <= 128 ? 32 : 16;
+    static constexpr int DW = DMAX / WSPLIT;
+    static constexpr int KP = DMAX + 8;
+    static constexpr int SP = BN + 4;
+    static constexpr int PP = 2 * SP;
+    static constexpr int DB = DW / 16;         // 16-wide blocks of the warp's head dims
+    static constexpr int NB = BN / 16;         // 16-wide blocks of the keys
+    static constexpr int ROWS = 16 / WSPLIT;   // rows of the softmax per warp
+    static constexpr int LPR = WARP / ROWS;    // lanes per row, BN / LPR keys each
+    static_assert(DW % 16 == 0 && BN % LPR == 0, "tile shapes");
+};
+
+template <class T, int DMAX>
+__global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
+    namespace wm = candle_wmma;
+    using TL = MmaTiles<DMAX>;
+    constexpr int BM = TL::BM, BN = TL::BN, KP = TL::KP, SP = TL::SP, PP = TL::PP, DB = TL::DB, NB = TL::NB;
+    constexpr int WSPLIT = TL::WSPLIT, DW = TL::DW, ROWS = TL::ROWS, LPR = TL::LPR, KL = BN / LPR;
+    __shared__ T sQ[BM * KP];
+    __shared__ T sK[BN * KP];
+    __shared__ T sV[BN * KP];
+    __shared__ float sS[WARPS * 16 * SP];   // per warp: its part of the group's 16 rows of scores
+    __shared__ float sRow[BM];              // a factor per row
+
+    const int tid = threadIdx.x, warp = tid / WARP, lane = tid % WARP;
+    const int group = warp / WSPLIT, wsub = warp % WSPLIT, d0 = wsub * DW;
+    Block<T> blk;
+    if (!blk.init(p, BM, BN)) return;
+    const int m0 = blk.m0;
+
+    // the block's query rows (zeros past d and past the sequence)
+    for (int e = tid; e < BM * DMAX; e += THREADS) {
+        const int r = e / DMAX, c = e % DMAX, i = m0 + r;
+        sQ[r * KP + c] = (i < blk.sq && c < p.d) ? blk.Q[(long)i * p.q_rs + c] : from_f32<T>(0.f);
+    }
+    wm::fragment<wm::accumulator, 16, 16, 16, float> of[DB];
+#pragma unroll
+    for (int db = 0; db < DB; ++db) wm::fill_fragment(of[db], 0.f);
+
+    const T* const Qw = sQ + group * 16 * KP + d0;
+    float* const S = sS + warp * 16 * SP;
+    float* const S0 = sS + group * WSPLIT * 16 * SP;  // the group's first warp's scores
+    T* const P = reinterpret_cast<T*>(S0);
+    float* const rowf = sRow + group * 16;
+    // the softmax's state: LPR lanes own row rr of the group's 16 (KL keys each)
+    const int rr = wsub * ROWS + lane / LPR, kq = lane % LPR, i = m0 + group * 16 + rr;
+    float m_run = -INFINITY, l_run = 0.f;
+
+    for (int n0 = (blk.n_lo / BN) * BN; n0 < blk.n_hi; n0 += BN) {
+        __syncthreads();  // the previous tile's K/V and P are done with (first time: Q is in)
+        blk.template load_kv<DMAX, BN, KP>(p, n0, sK, sV);
+        __syncthreads();
+
+        // the warp's part of S = Q Kᵀ (its head dims): K's rows are Bᵀ, column-major B
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+            wm::fragment<wm::accumulator, 16, 16, 16, float> sf;
+            wm::fill_fragment(sf, 0.f);
+#pragma unroll
+            for (int db = 0; db < DB; ++db) {
+                wm::fragment<wm::matrix_a, 16, 16, 16, T, wm::row_major> qf;
+                wm::fragment<wm::matrix_b, 16, 16, 16, T, wm::col_major> kf;
+                wm::wmma_load_matrix(qf, Qw + db * 16, KP);
+                wm::wmma_load_matrix(kf, sK + nb * 16 * KP + d0 + db * 16, KP);
+                wm::wmma_mma(sf, qf, kf, sf);
+            }
+            wm::wmma_store_matrix(S + nb * 16, sf, SP, wm::mem_row_major);
+        }
+        __syncthreads();
+
+        // online softmax of row rr over this tile's keys; P over the group's first scores
+        // (each row's scores are read, then its P written, by the same LPR lanes: the
+        // shuffles between order them), the row's correction factor into rowf
+        float sv[KL];
+        float tmax = -INFINITY;
+#pragma unroll
+        for (int c = 0; c < KL; ++c) {
+            const int kk = kq * KL + c;
+            float s = 0.f;
+#pragma unroll
+            for (int w = 0; w < WSPLIT; ++w) s += S0[w * 16 * SP + rr * SP + kk];
+            sv[c] = blk.score(p, s, i, n0 + kk);
+            tmax = fmaxf(tmax, sv[c]);
+        }
+#pragma unroll
+        for (int mask = 1; mask < LPR; mask <<= 1) tmax = fmaxf(tmax, shfl_xor(tmax, mask));
+        const float m_new = fmaxf(m_run, tmax);
+        const float m_use = m_new == -INFINITY ? 0.f : m_new;
+        const float corr = exp2f(m_run - m_use);
+        float psum = 0.f;
+#pragma unroll
+        for (int c = 0; c < KL; ++c) {
+            const float pj = exp2f(sv[c] - m_use);
+            psum += pj;
+            P[rr * PP + kq * KL + c] = from_f32<T>(pj);
+        }
+#pragma unroll
+        for (int mask = 1; mask < LPR; mask <<= 1) psum += shfl_xor(psum, mask);
+        l_run = l_run * corr + psum;
+        m_run = m_new;
+        if (kq == 0) rowf[rr] = corr;
+        __syncthreads();
+
+        // the warp's part of O = O * corr + P V
+#pragma unroll
+        for (int db = 0; db < DB; ++db) wm::wmma_scale_rows(of[db], rowf);
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+            wm::fragment<wm::matrix_a, 16, 16, 16, T, wm::row_major> pf;
+            wm::wmma_load_matrix(pf, P + nb * 16, PP);
+#pragma unroll
+            for (int db = 0; db < DB; ++db) {
+                wm::fragment<wm::matrix_b, 16, 16, 16, T, wm::row_major> vf;
+                wm::wmma_load_matrix(vf, sV + nb * 16 * KP + d0 + db * 16, KP);
+                wm::wmma_mma(of[db], pf, vf, of[db]);
+            }
+        }
+    }
+
+    // the output through the warp's scores buffer, one 16x16 block at a time: split-KV's
+    // unnormalised partial (combine merges the splits), else O = acc / l
+    const bool split = p.splits > 1;
+    const bool empty = l_run == 0.f || l_run != l_run;
+    __syncthreads();
+    if (!split && kq == 0) rowf[rr] = empty ? 0.f : 1.f / l_run;
+    __syncthreads();
+    T* const O = static_cast<T*>(p.o) + blk.rows.o_off + (long)blockIdx.y * p.o_hs;
+#pragma unroll
+    for (int db = 0; db < DB; ++db) {
+        if (!split) wm::wmma_scale_rows(of[db], rowf);
+        wm::wmma_store_matrix(S, of[db], SP, wm::mem_row_major);
+        __syncthreads();
+#pragma unroll
+        for (int t = 0; t < 256 / WARP; ++t) {
+            const int e = lane + t * WARP, r = e / 16, c = d0 + db * 16 + e % 16, io = m0 + group * 16 + r;
+            if (io < blk.sq && c < p.d) {
+                const float v = S[r * SP + e % 16];
+                if (split) blk.partial(p, io)[c] = v;
+                else O[(long)io * p.o_rs + c] = from_f32<T>(v);
+            }
+        }
+        __syncthreads();
+    }
+    if (kq != 0 || i >= blk.sq) return;
+    if (split) {
+        blk.partial(p, i)[p.d] = m_run;
+        blk.partial(p, i)[p.d + 1] = l_run;
+    } else {
+        blk.write_lse(p, i, m_run, l_run);
     }
 }
 
@@ -361,9 +555,21 @@ constexpr long BUSY_BLOCKS = 512;
 constexpr int MAX_SPLITS = 64;
 constexpr int MIN_SPLIT_KEYS = 256;
 
+// Head dims up to 256 take the matrix tiles; 512 (paged decode) the row kernel, whose
+// registers per lane do not grow with 16-row tiles.
+template <int DMAX> constexpr bool use_tiles() { return DMAX <= 256; }
+template <int DMAX> constexpr int block_rows() { return use_tiles<DMAX>() ? MmaTiles<DMAX>::BM : Tiles<DMAX>::BM; }
+
+template <class T, int DMAX, bool TILES = use_tiles<DMAX>()> struct Fwd {
+    static void run(const Params& p, dim3 grid, hipStream_t stream) { fwd_tiles<T, DMAX><<<grid, dim3(THREADS), 0, stream>>>(p); }
+};
+template <class T, int DMAX> struct Fwd<T, DMAX, false> {
+    static void run(const Params& p, dim3 grid, hipStream_t stream) { fwd_rows<T, DMAX><<<grid, dim3(THREADS), 0, stream>>>(p); }
+};
+
 template <class T, int DMAX>
 void launch(const Params& p, hipStream_t stream) {
-    const int qtiles = (p.seqlen_q + Tiles<DMAX>::BM - 1) / Tiles<DMAX>::BM;
+    const int qtiles = (p.seqlen_q + block_rows<DMAX>() - 1) / block_rows<DMAX>();
     const long blocks = (long)qtiles * p.h * p.b;
     long splits = blocks >= BUSY_BLOCKS ? 1 : (BUSY_BLOCKS + blocks - 1) / blocks;
     splits = splits < MAX_SPLITS ? splits : MAX_SPLITS;
@@ -373,14 +579,14 @@ void launch(const Params& p, hipStream_t stream) {
         s.splits = (int)splits;
         const size_t bytes = (size_t)splits * p.b * p.h * p.seqlen_q * (p.d + 2) * sizeof(float);
         if (hipMallocAsync(reinterpret_cast<void**>(&s.part), bytes, stream) == hipSuccess) {
-            fwd<T, DMAX><<<dim3(qtiles * s.splits, p.h, p.b), dim3(THREADS), 0, stream>>>(s);
+            Fwd<T, DMAX>::run(s, dim3(qtiles * s.splits, p.h, p.b), stream);
             combine<T><<<dim3((p.seqlen_q + WARPS - 1) / WARPS, p.h, p.b), dim3(THREADS), 0, stream>>>(s);
             (void)hipFreeAsync(s.part, stream);
             return;
         }
         (void)hipGetLastError();  // no stream-ordered allocator: the unsplit kernel
     }
-    fwd<T, DMAX><<<dim3(qtiles, p.h, p.b), dim3(THREADS), 0, stream>>>(p);
+    Fwd<T, DMAX>::run(p, dim3(qtiles, p.h, p.b), stream);
 }
 
 template <class T>

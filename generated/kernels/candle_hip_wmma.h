@@ -197,6 +197,17 @@ __device__ __forceinline__ void wmma_mma(fragment<accumulator, M, N, K, TC>& d, 
     for (int s = 0; s < kRows * kCols; ++s) d.x[s] = detail::from_float<TC>::conv(acc[s]);
 }
 
+// An extension of the original API (which cannot say which rows a lane holds): accumulator
+// row i multiplied by scale[i], i < M, each logical warp passing its own `scale` (as for a
+// load). For row-wise rescaling in registers (an online softmax's correction).
+template <int M, int N, int K, class T>
+__device__ __forceinline__ void wmma_scale_rows(fragment<accumulator, M, N, K, T>& f, const float* scale) {
+    const int l = detail::lane();
+    const unsigned i0 = detail::kRows * (l / (N / detail::kCols));
+#pragma unroll
+    for (int s = 0; s < f.num_elements; ++s) f.x[s] = detail::from_float<T>::conv(detail::to_float(f.x[s]) * scale[i0 + s / detail::kCols]);
+}
+
 // ---------------------------------------------------------------------------
 // Matrix cores: the 16x16x16 and 8x32x16 tiles (A, B of __half or
 // candle_bf16, a float accumulator) on the AMD matrix instructions, in a device pass for an arch
@@ -220,6 +231,9 @@ __device__ __forceinline__ void wmma_mma(fragment<accumulator, M, N, K, TC>& d, 
 //           D[i][j]: i = 2*r + l/16, j = l%16
 //   gfx12:  A[i][k]: i = l%16, k = 8*(e/4) + 4*(l/16) + e%4
 //           D[i][j]: i = 8*(l/16) + r, j = l%16
+//   HIP's NVIDIA platform (hip-on-cuda's own runs, sm_80+): NVIDIA's
+//     mma.sync m16n8k16, two per tile, on the PTX ISA's tables, from
+//     hip-on-cuda/include/hip/nvidia_tensor_cores.h (found by __has_include)
 // A logical warp is 32 lanes (the original API's warp); a 64-lane CDNA
 // wavefront holds two, each with its own tile. There every operation works
 // on both tiles at once, one MFMA per tile: a lane holds its share of both,
@@ -239,10 +253,16 @@ __device__ __forceinline__ void wmma_mma(fragment<accumulator, M, N, K, TC>& d, 
 #define CANDLE_WMMA_GFX11 1
 #elif defined(__gfx1200__) || defined(__gfx1201__)
 #define CANDLE_WMMA_GFX12 1
+#elif defined(__HIP_PLATFORM_NVIDIA__) && defined(__HIP_DEVICE_COMPILE__) && __has_include(<hip/nvidia_tensor_cores.h>)
+// HIP's NVIDIA platform (hip-on-cuda): its tensor cores where it offers them (sm_80+)
+#include <hip/nvidia_tensor_cores.h>
+#if defined(HIP_ON_CUDA_TENSOR_CORES)
+#define CANDLE_WMMA_NVIDIA 1
+#endif
 #endif
 #endif
 
-#if defined(CANDLE_WMMA_MFMA) || defined(CANDLE_WMMA_GFX11) || defined(CANDLE_WMMA_GFX12)
+#if defined(CANDLE_WMMA_MFMA) || defined(CANDLE_WMMA_GFX11) || defined(CANDLE_WMMA_GFX12) || defined(CANDLE_WMMA_NVIDIA)
 #define CANDLE_WMMA_MATRIX_CORES 1
 
 namespace detail {
@@ -253,6 +273,21 @@ using core_f16 = __attribute__((ext_vector_type(4))) _Float16;
 using core_bf16 = __attribute__((ext_vector_type(4))) __bf16;
 using core_b16 = __attribute__((ext_vector_type(4))) uint16_t;
 using core_f32 = __attribute__((ext_vector_type(4))) float;
+#elif defined(CANDLE_WMMA_NVIDIA)
+constexpr int kWave = 32;
+constexpr int kCoreAB = hip_on_cuda_tensor_cores::kAB;
+// the operands as the registers the instruction takes (two elements each), the result as floats
+struct core_b16 {
+    uint16_t v[kCoreAB];
+    __device__ __forceinline__ uint16_t& operator[](int e) { return v[e]; }
+};
+struct core_f16 { uint32_t r[kCoreAB / 2]; };
+struct core_bf16 { uint32_t r[kCoreAB / 2]; };
+struct core_f32 {
+    float v[hip_on_cuda_tensor_cores::kC];
+    __device__ __forceinline__ float& operator[](int e) { return v[e]; }
+    __device__ __forceinline__ const float& operator[](int e) const { return v[e]; }
+};
 #else
 constexpr int kWave = 32;
 #if defined(CANDLE_WMMA_GFX11)
@@ -277,8 +312,11 @@ __device__ __forceinline__ int wave_lane() {
     return static_cast<int>(linear % kWave);
 }
 
-// (row, column) of A (row: i, column: k) or B (row: j, column: k) element e of lane l.
+// (row, column) of A (row: i, column: k) element e of lane l.
 __device__ __forceinline__ void core_ab_index(int l, int e, unsigned& outer, unsigned& k) {
+#if defined(CANDLE_WMMA_NVIDIA)
+    hip_on_cuda_tensor_cores::a_index(l, e, outer, k);
+#else
     outer = l % 16;
 #if defined(CANDLE_WMMA_MFMA)
     k = 4 * (l / 16) + e;
@@ -287,10 +325,23 @@ __device__ __forceinline__ void core_ab_index(int l, int e, unsigned& outer, uns
 #else
     k = 8 * (e / 4) + 4 * (l / 16) + e % 4;
 #endif
+#endif
+}
+
+// (row: j, column: k) of B element e of lane l: A's table on AMD.
+__device__ __forceinline__ void core_b_index(int l, int e, unsigned& outer, unsigned& k) {
+#if defined(CANDLE_WMMA_NVIDIA)
+    hip_on_cuda_tensor_cores::b_index(l, e, outer, k);
+#else
+    core_ab_index(l, e, outer, k);
+#endif
 }
 
 // (row i, column j) of accumulator element r of lane l.
 __device__ __forceinline__ void core_c_index(int l, int r, unsigned& i, unsigned& j) {
+#if defined(CANDLE_WMMA_NVIDIA)
+    hip_on_cuda_tensor_cores::c_index(l, r, i, j);
+#else
     j = l % 16;
 #if defined(CANDLE_WMMA_MFMA)
     i = 4 * (l / 16) + r;
@@ -298,6 +349,7 @@ __device__ __forceinline__ void core_c_index(int l, int r, unsigned& i, unsigned
     i = 2 * r + l / 16;
 #else
     i = 8 * (l / 16) + r;
+#endif
 #endif
 }
 
@@ -330,6 +382,18 @@ template <class T> struct core_vector;
 template <> struct core_vector<__half> { using type = core_f16; };
 template <class T> struct core_vector { using type = core_bf16; };
 
+#if defined(CANDLE_WMMA_NVIDIA)
+__device__ __forceinline__ core_f32 core_mma(const core_f16& a, const core_f16& b, const core_f32& c) {
+    core_f32 d;
+    hip_on_cuda_tensor_cores::mma_f16(a.r, b.r, c.v, d.v);
+    return d;
+}
+__device__ __forceinline__ core_f32 core_mma(const core_bf16& a, const core_bf16& b, const core_f32& c) {
+    core_f32 d;
+    hip_on_cuda_tensor_cores::mma_bf16(a.r, b.r, c.v, d.v);
+    return d;
+}
+#else
 __device__ __forceinline__ core_f32 core_mma(const core_f16& a, const core_f16& b, const core_f32& c) {
 #if defined(CANDLE_WMMA_MFMA)
     return __builtin_amdgcn_mfma_f32_16x16x16f16(a, b, c, 0, 0, 0);
@@ -348,6 +412,7 @@ __device__ __forceinline__ core_f32 core_mma(const core_bf16& a, const core_bf16
     return __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12(a, b, c);
 #endif
 }
+#endif
 }  // namespace detail
 
 namespace detail {
@@ -437,7 +502,7 @@ __device__ __forceinline__ void wmma_load_matrix(fragment<matrix_b, M, N, 16, T,
 #pragma unroll
             for (int e = 0; e < detail::kCoreAB; ++e) {
                 unsigned j, k;
-                detail::core_ab_index(l, e, j, k);
+                detail::core_b_index(l, e, j, k);
                 j += 16 * sub;
                 f.x[(t * nsub + sub) * detail::kCoreAB + e] = std::is_same<Layout, col_major>::value ? pt[j * lt + k] : pt[k * lt + j];
             }
@@ -513,6 +578,14 @@ __device__ __forceinline__ void wmma_mma(fragment<accumulator, M, N, 16, float>&
             for (int r = 0; r < detail::kCoreC; ++r) d.x[base * detail::kCoreC + r] = dv[r];
         }
     }
+}
+
+// Row i of the accumulator times scale[i] (rows past M: untouched, never read).
+template <int M, int N, detail::if_core<M, N> = 0>
+__device__ __forceinline__ void wmma_scale_rows(fragment<accumulator, M, N, 16, float>& f, const float* scale) {
+    detail::core_c_each<M, N>(scale, 0u, [&](int slot, const float* pt, unsigned, unsigned i, unsigned) {
+        if (i < unsigned(M)) f.x[slot] *= pt[i];
+    });
 }
 #endif  // matrix cores
 

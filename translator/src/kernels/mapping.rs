@@ -57,7 +57,8 @@ pub const OWN_UNITS: &[(&str, &str, &str)] = &[(
     "candle_flash_attn.hip",
     include_str!("../../compat/candle_flash_attn.hip"),
     "candle-flash-attn's C ABI `run_mha` (upstream's kernels/flash_api.cu, same arguments): upstream's kernels are CUTLASS/CuTe \
-     with SM80 MMA atoms, which have no AMD meaning, so this forward (tiled Q·Kᵀ, online softmax, P·V, O(n) memory) is written for HIP",
+     with SM80 MMA atoms, which have no AMD meaning, so this forward (tiled Q·Kᵀ, online softmax, P·V, O(n) memory) is written for HIP, \
+     on candle_wmma's matrix tiles (MFMA on CDNA, WMMA on RDNA3/4, shuffles elsewhere)",
 )];
 
 /// The parameters of the C ABI `candle_flash_attn.hip` implements, in order:

@@ -14,13 +14,28 @@ use std::path::Path;
 const COMMAND: &str = "the GPU machine: bench/flash-attn/run.sh (built by cargo xtask gpu-program flash-attn)";
 /// The bounds: our error within 1.5x Dao's; ours at least 2x the unfused path from 2k.
 const ERROR_RATIO_TARGET: f64 = 1.5;
+/// Our other builds (bench/flash-attn/run.sh VARIANTS), each a column of the error table when
+/// its file `flash-attn-errors-rocm-VARIANT.tsv` is there: (variant, column heading).
+const VARIANTS: &[(&str, &str)] = &[
+    ("gfx1100", "ours, RDNA3 WMMA emulated"),
+    ("gfx1201", "ours, RDNA4 WMMA emulated"),
+    ("portable", "ours, portable tiles"),
+];
 const UNFUSED_SPEEDUP_TARGET: f64 = 2.0;
 
 pub fn section(md: &mut String, results: &Path) -> Result<()> {
     md.push_str("## Flash attention: errors, ours and Dao's\n\n");
     let load = |name: &str| Table::read_if_present(&results.join(name));
     match (load("flash-attn-errors-cuda.tsv")?, load("flash-attn-errors-rocm.tsv")?) {
-        (Some(cuda), Some(rocm)) => errors(md, &cuda, &rocm)?,
+        (Some(cuda), Some(rocm)) => {
+            let mut variants = Vec::new();
+            for (v, heading) in VARIANTS {
+                if let Some(t) = load(&format!("flash-attn-errors-rocm-{v}.tsv"))? {
+                    variants.push((*heading, t));
+                }
+            }
+            errors(md, &cuda, &rocm, &variants)?
+        }
         _ => writeln!(md, "Not measured yet ({COMMAND}).\n")?,
     }
     md.push_str("## Flash attention: speed, ours, Dao's and the unfused path\n\n");
@@ -44,13 +59,15 @@ fn num(s: &str) -> f64 {
     s.trim().parse().unwrap_or(f64::NAN)
 }
 
-fn errors(md: &mut String, cuda: &Table, rocm: &Table) -> Result<()> {
-    writeln!(md, "From `bench/results/flash-attn-errors-{{cuda,rocm}}.tsv`, written by {COMMAND}. Every accuracy case of `bench/fixtures/src/attention.rs` (the ROCm-vs-CPU test's cases), the same inputs on both sides: max |flash attention - f32 reference| (the reference: Candle's unfused attention in f32 on the CPU). Dao = stock candle-flash-attn 0.11.1 on Candle's CUDA backend; ours = generated/candle-flash-attn over candle-rocm's `run_mha` through hip-on-cuda. Target: ours within {ERROR_RATIO_TARGET}x Dao's (where Dao's error is below the output's rounding, the ratio says little: the bound column is 4x half an ulp of the dtype).\n")?;
+fn errors(md: &mut String, cuda: &Table, rocm: &Table, variants: &[(&str, Table)]) -> Result<()> {
+    writeln!(md, "From `bench/results/flash-attn-errors-{{cuda,rocm}}.tsv`, written by {COMMAND}. Every accuracy case of `bench/fixtures/src/attention.rs` (the ROCm-vs-CPU test's cases), the same inputs on both sides: max |flash attention - f32 reference| (the reference: Candle's unfused attention in f32 on the CPU). Dao = stock candle-flash-attn 0.11.1 on Candle's CUDA backend; ours = generated/candle-flash-attn over candle-rocm's `run_mha` through hip-on-cuda (candle_wmma's tiles on NVIDIA's tensor cores, `mma.sync`). Target: ours within {ERROR_RATIO_TARGET}x Dao's (where Dao's error is below the output's rounding, the ratio says little: the bound column is 4x half an ulp of the dtype). The other columns of ours, from `flash-attn-errors-rocm-VARIANT.tsv` (run.sh VARIANTS, the same cases on the same GPU): the kernels built as gfx1100 / gfx1201 (`hip-on-cuda/build-kernels.sh AMD_ARCH`: the RDNA3 / RDNA4 WMMA instructions and operand layouts, emulated on NVIDIA warps) and with candle_wmma's portable shuffles (`CANDLE_HIP_NO_WMMA_MATRIX_CORES`: the path of RDNA2 and HIP 5).\n")?;
     side_notes(md, cuda, rocm)?;
     let (case, err, bound, error) = (rocm.column("case")?, rocm.column("max_err")?, rocm.column("bound")?, rocm.column("error")?);
     let (dcase, derr, derror) = (cuda.column("case")?, cuda.column("max_err")?, cuda.column("error")?);
+    let cell = |v: f64, e: &str| if v.is_finite() { format!("{v:.2e}") } else if e.is_empty() { "NA".into() } else { format!("error: {e}") };
     let mut rows = Vec::new();
     let mut over = 0;
+    let mut variants_over = vec![0; variants.len()];
     for r in &rocm.rows {
         let dao = cuda.rows.iter().find(|d| d[dcase] == r[case]);
         let (ours, theirs) = (num(&r[err]), dao.map_or(f64::NAN, |d| num(&d[derr])));
@@ -58,21 +75,37 @@ fn errors(md: &mut String, cuda: &Table, rocm: &Table) -> Result<()> {
         if ratio > ERROR_RATIO_TARGET {
             over += 1;
         }
-        let cell = |v: f64, e: &str| if v.is_finite() { format!("{v:.2e}") } else if e.is_empty() { "NA".into() } else { format!("error: {e}") };
-        rows.push(vec![
+        let mut row = vec![
             r[case].clone(),
             cell(ours, &r[error]),
             cell(theirs, dao.map_or("", |d| d[derror].as_str())),
             if ratio.is_finite() { fmt3(ratio) } else { "NA".into() },
-            r[bound].clone(),
-        ]);
+        ];
+        for ((_, t), n_over) in variants.iter().zip(&mut variants_over) {
+            let (vcase, verr, verror) = (t.column("case")?, t.column("max_err")?, t.column("error")?);
+            let v = t.rows.iter().find(|v| v[vcase] == r[case]);
+            let value = v.map_or(f64::NAN, |v| num(&v[verr]));
+            if !(value / theirs <= ERROR_RATIO_TARGET) {
+                *n_over += 1;
+            }
+            row.push(cell(value, v.map_or("", |v| v[verror].as_str())));
+        }
+        row.push(r[bound].clone());
+        rows.push(row);
     }
-    writeln!(md, "{} cases; ours above {ERROR_RATIO_TARGET}x Dao's: {over}.\n", rows.len())?;
-    markdown_table(md, &["case", "ours", "Dao", "ours / Dao", "bound"], &rows)
+    write!(md, "{} cases; ours above {ERROR_RATIO_TARGET}x Dao's: {over}", rows.len())?;
+    for ((heading, _), n) in variants.iter().zip(&variants_over) {
+        write!(md, "; {heading}: {n} above (or missing)")?;
+    }
+    md.push_str(".\n\n");
+    let mut header = vec!["case", "ours", "Dao", "ours / Dao"];
+    header.extend(variants.iter().map(|(h, _)| *h));
+    header.push("bound");
+    markdown_table(md, &header, &rows)
 }
 
 fn speed(md: &mut String, cuda: &Table, rocm: &Table) -> Result<()> {
-    writeln!(md, "From `bench/results/flash-attn-speed-{{cuda,rocm}}.tsv`, written by {COMMAND}. Forward time (median call, each followed by a synchronize), f16, h 32, h_k 8; prefill: seqlen_q = seqlen_k; decode: one query per sequence over paged K/V (blocks of 256). Dao = stock candle-flash-attn on Candle's CUDA backend (tensor cores); ours = our `run_mha` through hip-on-cuda (the portable tiles: no matrix instructions on NVIDIA); unfused = matmul, softmax, matmul through the generated ROCm backend (rocBLAS forwarded to cuBLAS). Working set: the tensors alive at the path's peak, computed from the shapes (not measured). Targets: ours at least {UNFUSED_SPEEDUP_TARGET}x the unfused path from 2k; flash attention runs where the unfused path does not (out of memory, or past 2^31 elements in its score tensor).\n")?;
+    writeln!(md, "From `bench/results/flash-attn-speed-{{cuda,rocm}}.tsv`, written by {COMMAND}. Forward time (median call, each followed by a synchronize), f16, h 32, h_k 8; prefill: seqlen_q = seqlen_k; decode: one query per sequence over paged K/V (blocks of 256). Dao = stock candle-flash-attn on Candle's CUDA backend (tensor cores); ours = our `run_mha` through hip-on-cuda (candle_wmma's tiles on NVIDIA's tensor cores, `mma.sync`, as AMD's take MFMA / WMMA); unfused = matmul, softmax, matmul through the generated ROCm backend (rocBLAS forwarded to cuBLAS). Working set: the tensors alive at the path's peak, computed from the shapes (not measured). Targets: ours at least {UNFUSED_SPEEDUP_TARGET}x the unfused path from 2k; flash attention runs where the unfused path does not (out of memory, or past 2^31 elements in its score tensor).\n")?;
     side_notes(md, cuda, rocm)?;
     let cell = |t: &Table, config: &str, path: &str, column: &str| -> Result<String> {
         let (c, p, v, e) = (t.column("config")?, t.column("path")?, t.column(column)?, t.column("error")?);

@@ -1,0 +1,63 @@
+// hip-on-cuda: NVIDIA's tensor cores for the 16x16x16 matrix tile, in the shape of the AMD
+// matrix instructions that candle_wmma (generated/kernels/candle_hip_wmma.h) takes on RDNA
+// and CDNA: a product of 16x16 operands of 2-byte floats into a 16x16 f32 accumulator, the
+// operands spread over the 32 lanes of a warp by fixed tables. candle_wmma includes this
+// header when it finds it in an NVIDIA device pass; there, with HIP_ON_CUDA_TENSOR_CORES
+// defined (sm_80 and later), its matrix-core tiles run on `mma.sync.m16n8k16` (two per
+// tile, one per 8-column half), so that hip-on-cuda's timings compare tensor cores with
+// tensor cores. Without it (older GPUs) candle_wmma keeps its shuffles.
+//
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// The tables are the PTX ISA's fragment layouts for mma.m16n8k16 with .f16/.bf16 operands
+// and an .f32 accumulator (groupID g = lane / 4, threadID_in_group t = lane % 4):
+//   A (16 x 16, row i, column k), elements a0..a7 (a register holds two):
+//     i = g + 8 * ((e / 2) % 2), k = 2t + e % 2 + 8 * (e / 4)
+//   B (16 x 8, row k, column j), elements b0..b3 per 8-column half h (e = 4h + b):
+//     j = g + 8h, k = 2t + b % 2 + 8 * (b / 2)
+//   C, D (16 x 8, row i, column j), elements c0..c3 per half h (e = 4h + c):
+//     i = g + 8 * (c / 2), j = 2t + c % 2 + 8h
+// Element 2r sits in the low 16 bits of register r.
+#pragma once
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define HIP_ON_CUDA_TENSOR_CORES 1
+#include <stdint.h>
+
+namespace hip_on_cuda_tensor_cores {
+
+constexpr int kAB = 8;  // A or B elements per lane for one 16x16 tile
+constexpr int kC = 8;   // accumulator elements per lane
+
+__device__ __forceinline__ void a_index(int lane, int e, unsigned& i, unsigned& k) {
+    i = lane / 4 + 8 * ((e / 2) % 2);
+    k = 2 * (lane % 4) + e % 2 + 8 * (e / 4);
+}
+__device__ __forceinline__ void b_index(int lane, int e, unsigned& j, unsigned& k) {
+    const int b = e % 4;
+    j = lane / 4 + 8 * (e / 4);
+    k = 2 * (lane % 4) + b % 2 + 8 * (b / 2);
+}
+__device__ __forceinline__ void c_index(int lane, int e, unsigned& i, unsigned& j) {
+    const int c = e % 4;
+    i = lane / 4 + 8 * (c / 2);
+    j = 2 * (lane % 4) + c % 2 + 8 * (e / 4);
+}
+
+// d = a * b + c over one 16x16x16 tile; a, b: four registers of two elements each (TYPE: f16
+// or bf16).
+#define HIP_ON_CUDA_MMA_16X16X16(NAME, TYPE)                                                                              \
+    __device__ __forceinline__ void NAME(const uint32_t (&a)[4], const uint32_t (&b)[4], const float (&c)[8], float (&d)[8]) { \
+        _Pragma("unroll") for (int h = 0; h < 2; ++h) asm("mma.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE                \
+                                                          ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"      \
+                                                          : "=f"(d[4 * h]), "=f"(d[4 * h + 1]), "=f"(d[4 * h + 2]), "=f"(d[4 * h + 3]) \
+                                                          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[2 * h]),      \
+                                                            "r"(b[2 * h + 1]), "f"(c[4 * h]), "f"(c[4 * h + 1]),             \
+                                                            "f"(c[4 * h + 2]), "f"(c[4 * h + 3]));                          \
+    }
+HIP_ON_CUDA_MMA_16X16X16(mma_f16, "f16")
+HIP_ON_CUDA_MMA_16X16X16(mma_bf16, "bf16")
+#undef HIP_ON_CUDA_MMA_16X16X16
+
+}  // namespace hip_on_cuda_tensor_cores
+#endif
