@@ -22,20 +22,41 @@
 # Environment: BIN_DIR (the build's output folder or its .tar.xz; default
 # device-carry/examples-parity, else device-carry/examples-parity.tar.xz), KERNELS_DIR,
 # WORK_DIR (as bench/backend/setup.sh), MODELS_DIR (made-up models to reuse; default
-# WORK_DIR/models, made now), CASES (space-separated case names; default all).
+# WORK_DIR/models, made now), CASES (space-separated case names; default all),
+# SET=flash-attn: the cases of bench/examples/cases-flash-attn.tsv with the binaries of
+# `cargo xtask gpu-program examples-flash-attn` (default device-carry/examples-flash-attn),
+# written to OUT_DIR/examples-flash-attn-h100.tsv; Dao's kernels for the stock build are
+# compiled first (bench/flash-attn/build-dao.sh, the units DAO_UNITS names, default the
+# made-up Llama's head dim 64), and the CPU reference runs without --use-flash-attn.
 # Exit status: 0 when every case agrees, 1 otherwise (a missing model file, a failed run, a
 # disagreement: each said on its line).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 [[ $# -ge 1 ]] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 out=$(realpath -m "$1")
-setup_bin=device-carry/examples-parity
+since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }'; }
+set_name=${SET:-parity}
+case $set_name in
+  parity) cases_file=bench/examples/cases.tsv tsv_name=examples-h100.tsv features="" ;;
+  flash-attn) cases_file=bench/examples/cases-flash-attn.tsv tsv_name=examples-flash-attn-h100.tsv features=",flash-attn" ;;
+  *) echo "error: SET=$set_name: parity or flash-attn" >&2; exit 2 ;;
+esac
+setup_bin=device-carry/examples-$set_name
 setup_required="make-models"
-setup_build="cargo xtask gpu-program examples-parity"
+setup_build="cargo xtask gpu-program examples-$set_name"
 # shellcheck source=bench/backend/setup.sh
 source bench/backend/setup.sh
 mkdir -p "$out/logs"
-since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }'; }
+if [[ $set_name == flash-attn ]]; then
+  dao=$scratch/dao-build
+  if [[ ! -f $dao/libflashattention.so ]]; then
+    start=$(date +%s.%N)
+    bash bench/flash-attn/build-dao.sh "$bin/dao" "$dao" "${DAO_UNITS:-fwd_hdim64_fp16}" >"$out/logs/build-dao.log" 2>&1 \
+      || { tail -20 "$out/logs/build-dao.log"; echo "error: build-dao.sh failed"; exit 1; }
+    echo "Dao's kernels built in $(since "$start") s"
+  fi
+  cuda_env=(env LD_LIBRARY_PATH="$dao:$base_ld")
+fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
 
 # every binary's libraries: CUDA 13's for the stock build, the forwarder and the kernels'
@@ -44,7 +65,7 @@ for side in cuda rocm; do
   if [[ $side == cuda ]]; then envs=("${cuda_env[@]}"); else envs=("${rocm_env[@]}"); fi
   for b in "$bin/$side"/*; do echo "== ldd $side/${b##*/}"; "${envs[@]}" ldd "$b"; done
 done >"$out/logs/ldd.txt" 2>&1
-grep -E "== ldd (cuda|rocm)/quantized" -A30 "$out/logs/ldd.txt" | grep -E "==|libcu|nvrtc|amdhip|roc|launchers"
+grep -E "== ldd (cuda|rocm)/(quantized|llama)" -A30 "$out/logs/ldd.txt" | grep -E "==|libcu|nvrtc|amdhip|roc|launchers"
 if grep -q "not found" "$out/logs/ldd.txt"; then grep -E "==|not found" "$out/logs/ldd.txt"; echo "error: a library is missing (logs/ldd.txt)"; exit 1; fi
 
 models=${MODELS_DIR:-$scratch/models}
@@ -56,10 +77,10 @@ if [[ ! -f $models/tokenizer.json ]]; then
 fi
 models=$(realpath "$models")
 
-tsv=$out/examples-h100.tsv
+tsv=$out/$tsv_name
 {
   echo "# gpu: $gpu"
-  echo "# CUDA: stock crates.io candle-examples 0.11.1 --features cuda; ROCm: generated/candle-examples --features rocm through hip-on-cuda (kernels: nvcc $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+  echo "# CUDA: stock crates.io candle-examples 0.11.1 --features cuda$features; ROCm: generated/candle-examples --features rocm$features through hip-on-cuda (kernels: nvcc $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
   echo "# runs: each GPU side twice, the second measured (the first JIT-compiles the CUDA build's PTX); cpu: the stock build with --cpu, the reference both GPU sides are also compared with; repeatable: run 1 and run 2 of each GPU side agree"
   printf 'case\texample\tmodel\tdtype\tagree\tagreement\tcuda\trocm\tunit\tcuda_wall_s\trocm_wall_s\tcuda_vs_cpu\trocm_vs_cpu\trepeatable\n'
 } >"$tsv"
@@ -103,9 +124,14 @@ while IFS=$'\t' read -r case example model dtype kind param files args; do
       rocm) envs=("${rocm_env[@]}"); exe=$bin/rocm/$example ;;
       cpu) envs=("${cuda_env[@]}"); exe=$bin/cuda/$example; extra=(--cpu) ;;
     esac
+    run_argv=("${argv[@]}")
+    if [[ $side == cpu ]]; then
+      run_argv=()
+      for a in "${argv[@]}"; do [[ $a == --use-flash-attn ]] || run_argv+=("$a"); done
+    fi
     log=$out/logs/$case.$run.log
     start=$(date +%s.%N)
-    "${envs[@]}" HF_HOME="$models/hf-home" "$exe" "${argv[@]}" "${extra[@]}" </dev/null >"$log" 2>&1
+    "${envs[@]}" HF_HOME="$models/hf-home" "$exe" "${run_argv[@]}" "${extra[@]}" </dev/null >"$log" 2>&1
     rc=$?
     wall[$side]=$(since "$start")
     if [[ $rc != 0 ]]; then failed+="$run exit $rc; "; echo "== $case $run: exit $rc"; tail -15 "$log"; fi
@@ -122,7 +148,7 @@ while IFS=$'\t' read -r case example model dtype kind param files args; do
   repeat=$(for side in cuda rocm; do echo "$side $(compare "$kind" "$param" "$L.$side.1.log" "$L.$side.2.log" | cut -f1)"; done | paste -sd, -)
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$example" "$model" "$dtype" "$result" "${wall[cuda]}" "${wall[rocm]}" "$cuda_cpu" "$rocm_cpu" "$repeat" >>"$tsv"
   echo "$case: $(cut -f1,2 <<<"$result" | tr '\t' ' ') | cuda $(cut -f3 <<<"$result") rocm $(cut -f4 <<<"$result") $(cut -f5 <<<"$result") | wall cuda ${wall[cuda]} s, rocm ${wall[rocm]} s | vs cpu: cuda: $cuda_cpu; rocm: $rocm_cpu | repeatable: $repeat"
-done <bench/examples/cases.tsv
+done <"$cases_file"
 # the logs, one file (the device tool brings back a limited number of files)
 tar -C "$out" -czf "$out/logs.tar.gz" logs
 echo "written: $tsv"

@@ -378,6 +378,10 @@ template <int DMAX> struct MmaTiles {
     static_assert(DW % 16 == 0 && BN % LPR == 0, "tile shapes");
 };
 
+#ifndef CANDLE_FA_UNROLL_LOADS
+#define CANDLE_FA_UNROLL_LOADS _Pragma("unroll 1")
+#endif
+
 template <class T, int DMAX>
 __global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
     namespace wm = candle_wmma;
@@ -424,7 +428,7 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
         for (int nb = 0; nb < NB; ++nb) {
             wm::fragment<wm::accumulator, 16, 16, 16, float> sf;
             wm::fill_fragment(sf, 0.f);
-#pragma unroll
+            CANDLE_FA_UNROLL_LOADS
             for (int db = 0; db < DB; ++db) {
                 wm::fragment<wm::matrix_a, 16, 16, 16, T, wm::row_major> qf;
                 wm::fragment<wm::matrix_b, 16, 16, 16, T, wm::col_major> kf;
@@ -472,7 +476,7 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
         // the warp's part of O = O * corr + P V
 #pragma unroll
         for (int db = 0; db < DB; ++db) wm::wmma_scale_rows(of[db], rowf);
-#pragma unroll
+        CANDLE_FA_UNROLL_LOADS
         for (int nb = 0; nb < NB; ++nb) {
             wm::fragment<wm::matrix_a, 16, 16, 16, T, wm::row_major> pf;
             wm::wmma_load_matrix(pf, P + nb * 16, PP);

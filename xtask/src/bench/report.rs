@@ -49,6 +49,10 @@ const KERNELS: (&str, &str) = ("kernels-h100.tsv", "the GPU machine: bench/kerne
 const BACKEND: (&str, &str) = ("backend-h100.tsv", "the GPU machine: bench/backend/run-backend-bench.sh");
 const RELEASES: (&str, &str) = ("releases.tsv", "cargo xtask releases --record --checkout-of 0.10.2 --candle-src DIR");
 const EXAMPLES: (&str, &str) = ("examples-h100.tsv", "the GPU machine: bench/examples/run-examples.sh (built by cargo xtask gpu-program examples-parity)");
+const EXAMPLES_FLASH_ATTN: (&str, &str) = (
+    "examples-flash-attn-h100.tsv",
+    "the GPU machine: SET=flash-attn bench/examples/run-examples.sh (built by cargo xtask gpu-program examples-flash-attn)",
+);
 
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
     let root = workspace_root();
@@ -96,8 +100,20 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
     };
     md.push_str("## Real programs: candle-examples on ROCm vs on Candle's CUDA backend, H100\n\n");
     match load(EXAMPLES.0)? {
-        Some(t) => examples_section(&mut md, &t)?,
+        Some(t) => examples_section(&mut md, &t, EXAMPLES, "`--features cuda`", "`--features rocm`", "`bench/examples/cases.tsv`")?,
         None => writeln!(md, "Not measured yet ({}).\n", EXAMPLES.1)?,
+    }
+    md.push_str("### With flash attention\n\n");
+    match load(EXAMPLES_FLASH_ATTN.0)? {
+        Some(t) => examples_section(
+            &mut md,
+            &t,
+            EXAMPLES_FLASH_ATTN,
+            "`--features cuda,flash-attn`: Dao's kernels",
+            "`--features rocm,flash-attn`: our run_mha",
+            "`bench/examples/cases-flash-attn.tsv` (the CPU reference without `--use-flash-attn`)",
+        )?,
+        None => writeln!(md, "Not measured yet ({}).\n", EXAMPLES_FLASH_ATTN.1)?,
     }
     super::numerics::section(&mut md, &results)?;
     super::collectives::section(&mut md, &results)?;
@@ -245,8 +261,8 @@ fn backend_section(md: &mut String, t: &Table) -> Result<Vec<(String, f64)>> {
 /// The candle-examples parity run: per case, whether the two builds agree and how fast each
 /// ran. speed ratio = ROCm speed / CUDA speed (>= 1: ours at least as fast): tokens/s as
 /// they are, ms inverted, and the process wall time where the example reports no speed.
-fn examples_section(md: &mut String, t: &Table) -> Result<()> {
-    writeln!(md, "From `bench/results/{}`, written by {}. Unchanged candle-examples 0.11.1 programs, built once with stock crates.io Candle (`--features cuda`) and once from `generated/candle-examples` (`--features rocm`, run through hip-on-cuda), on the same made-up models (seeded random weights, `bench/examples/make-models`), same arguments, greedy decoding; cases in `bench/examples/cases.tsv`. speed ratio = ROCm speed / CUDA speed (tokens/s, or time per forward pass inverted; the process wall time where the example prints no speed). CPU vs CUDA / CPU vs ROCm: each GPU run against the stock build on Candle's CPU backend (`--cpu`), the same check; repeatable: two runs of one side agree.\n", EXAMPLES.0, EXAMPLES.1)?;
+fn examples_section(md: &mut String, t: &Table, (file, command): (&str, &str), cuda: &str, rocm: &str, cases: &str) -> Result<()> {
+    writeln!(md, "From `bench/results/{file}`, written by {command}. Unchanged candle-examples 0.11.1 programs, built once with stock crates.io Candle ({cuda}) and once from `generated/candle-examples` ({rocm}, run through hip-on-cuda), on the same made-up models (seeded random weights, `bench/examples/make-models`), same arguments, greedy decoding; cases in {cases}. speed ratio = ROCm speed / CUDA speed (tokens/s, or time per forward pass inverted; the process wall time where the example prints no speed). CPU vs CUDA / CPU vs ROCm: each GPU run against the stock build on Candle's CPU backend (`--cpu`), the same check; repeatable: two runs of one side agree.\n")?;
     notes(md, t)?;
     let col = |n: &str| t.column(n);
     let (case, example, model, dtype, agree, agreement, unit) =

@@ -210,6 +210,33 @@ pub const PROGRAMS: &[Program] = &[
         xz: "--lzma2=preset=9,dict=256MiB -T1",
     },
     Program {
+        name: "examples-flash-attn",
+        about: "the unchanged candle-examples 0.11.1 llama example with feature flash-attn on both sides (stock: Dao's \
+                kernels compiled there by bench/flash-attn/build-dao.sh; ours: generated/candle-flash-attn), and the made-up \
+                models' maker; run by bench/examples/run-examples.sh with SET=flash-attn",
+        out: "device-carry/examples-flash-attn",
+        rocm: &[RocmBuild {
+            manifest: "generated/candle-examples/Cargo.toml",
+            features: &["rocm", "flash-attn"],
+            targets: Targets::Examples(&["llama"]),
+            into: "rocm",
+            strip: true,
+            sonames: CANDLE_SONAMES,
+            refused: &[],
+        }],
+        cuda: Some(CudaBuild {
+            source: CudaSource::Registry { name: "candle-examples", version: "0.11.1" },
+            features: &["cuda", "flash-attn"],
+            targets: Targets::Examples(&["llama"]),
+            target_dir: EXAMPLES_CUDA_TARGET,
+            into: "cuda",
+            dao_flash_attn: true,
+        }),
+        host: &[MAKE_MODELS],
+        c_libraries: &[],
+        xz: "-6 -T0",
+    },
+    Program {
         name: "flash-attn",
         about: "flash attention, ours (generated/candle-flash-attn over candle-rocm's run_mha) against Dao's (stock \
                 candle-flash-attn, its kernels compiled there by bench/flash-attn/build-dao.sh): errors against the f32 \

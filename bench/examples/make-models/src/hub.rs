@@ -1,5 +1,5 @@
 //! A Hugging Face hub cache laid out by hand, for the examples that read their files only
-//! through the hub client (`bert`): with HF_HOME=DIR, candle_examples::hub::Repo::get asks
+//! through the hub client (`bert`, `llama`): with HF_HOME=DIR, candle_examples::hub::Repo::get asks
 //! hf-hub 1.0.0 for the file with `local_files_only(true)` first, which reads
 //! DIR/hub/models--ORG--NAME/refs/REVISION (a commit hash) and returns
 //! DIR/hub/models--ORG--NAME/snapshots/HASH/FILE when it exists, without any network

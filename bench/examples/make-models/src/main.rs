@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 
 /// The repository id of the made-up BERT in the hub cache (`bert --model-id`).
 const BERT_REPO: &str = "candle-rocm/made-up-bert";
+/// The repository id of the made-up Llama in the hub cache (`llama --model-id`).
+const LLAMA_REPO: &str = "candle-rocm/made-up-llama";
 
 fn make_models(dir: &Path, seed: u64) -> Result<()> {
     std::fs::create_dir_all(dir)?;
@@ -52,6 +54,11 @@ fn make_models(dir: &Path, seed: u64) -> Result<()> {
     models::bert(&snap, seed)?;
     std::fs::copy(&tok, snap.join("tokenizer.json"))?;
     step(&format!("hf-home: {BERT_REPO}"), t);
+    let t = std::time::Instant::now();
+    let snap = hub::snapshot_dir(&dir.join("hf-home"), LLAMA_REPO)?;
+    models::llama(&snap, seed)?;
+    std::fs::copy(&tok, snap.join("tokenizer.json"))?;
+    step(&format!("hf-home: {LLAMA_REPO}"), t);
     let t = std::time::Instant::now();
     let input = image::write(&dir.join("image.png"))?;
     models::resnet18(dir, "resnet18.safetensors", seed, &input)?;

@@ -9,7 +9,7 @@ use crate::tokenizer::{SPECIALS, VOCAB_SIZE};
 use anyhow::Result;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{VarBuilder, VarMap};
-use candle_transformers::models::{bert, mamba, qwen3, resnet, t5};
+use candle_transformers::models::{bert, llama, mamba, qwen3, resnet, t5};
 use serde_json::json;
 use std::path::Path;
 
@@ -112,6 +112,25 @@ pub fn qwen3(dir: &Path, seed: u64) -> Result<()> {
         st.keys().map(|k| (k.clone(), json!("model.safetensors"))).collect();
     let index = json!({ "metadata": {}, "weight_map": map });
     std::fs::write(dir.join("model.safetensors.index.json"), serde_json::to_string_pretty(&index)?)?;
+    write_config(dir, &config)
+}
+
+/// Llama (the `llama` example, read through the hub cache with `--which SmoLM2-135M`: one
+/// model.safetensors): 4 layers, hidden 512, 8 heads of 64, 4 KV heads (grouped-query
+/// attention), MLP 1536; run in F16 by the example, with or without `--use-flash-attn`.
+pub fn llama(dir: &Path, seed: u64) -> Result<()> {
+    let config = json!({
+        "vocab_size": VOCAB_SIZE, "hidden_size": 512, "intermediate_size": 1536,
+        "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4,
+        "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "max_position_embeddings": 4096,
+        "bos_token_id": null, "eos_token_id": null, "rope_scaling": null, "tie_word_embeddings": false,
+    });
+    let cfg: llama::LlamaConfig = serde_json::from_value(config.clone())?;
+    let heads = [Head { name: "lm_head.weight", scale: 4.0, zero_specials: true }];
+    build(dir, "model.safetensors", seed, &heads, |vb| {
+        llama::Llama::load(vb, &cfg.into_config(false))?;
+        Ok(())
+    })?;
     write_config(dir, &config)
 }
 
