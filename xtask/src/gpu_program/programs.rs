@@ -90,6 +90,19 @@ const MAKE_MODELS: HostBuild = HostBuild {
 /// candle-kernels' nvcc build shared by the stock CUDA builds of candle-examples and numerics.
 const EXAMPLES_CUDA_TARGET: &str = "target/examples-parity/cuda-target";
 
+/// generated/candle-examples' examples `names` with `features`, into OUT/rocm.
+const fn examples_rocm(features: &'static [&'static str], names: &'static [&'static str]) -> RocmBuild {
+    RocmBuild {
+        manifest: "generated/candle-examples/Cargo.toml",
+        features,
+        targets: Targets::Examples(names),
+        into: "rocm",
+        strip: true,
+        sonames: CANDLE_SONAMES,
+        refused: &[],
+    }
+}
+
 const TENSOR_PARALLEL: RocmBuild = RocmBuild {
     manifest: "tests/tensor-parallel/Cargo.toml",
     features: &[],
@@ -185,15 +198,7 @@ pub const PROGRAMS: &[Program] = &[
         about: "unchanged candle-examples 0.11.1 programs, stock with feature cuda (rocm/ and cuda/), and the made-up \
                 models' maker; run by bench/examples/run-examples.sh",
         out: "device-carry/examples-parity",
-        rocm: &[RocmBuild {
-            manifest: "generated/candle-examples/Cargo.toml",
-            features: &["rocm"],
-            targets: Targets::Examples(&["quantized", "qwen", "bert", "t5", "resnet", "mamba"]),
-            into: "rocm",
-            strip: true,
-            sonames: CANDLE_SONAMES,
-            refused: &[],
-        }],
+        rocm: &[examples_rocm(&["rocm"], &["quantized", "qwen", "bert", "t5", "resnet", "mamba"])],
         cuda: Some(CudaBuild {
             source: CudaSource::Registry { name: "candle-examples", version: "0.11.1" },
             features: &["cuda"],
@@ -215,15 +220,7 @@ pub const PROGRAMS: &[Program] = &[
                 kernels compiled there by bench/flash-attn/build-dao.sh; ours: generated/candle-flash-attn), and the made-up \
                 models' maker; run by bench/examples/run-examples.sh with SET=flash-attn",
         out: "device-carry/examples-flash-attn",
-        rocm: &[RocmBuild {
-            manifest: "generated/candle-examples/Cargo.toml",
-            features: &["rocm", "flash-attn"],
-            targets: Targets::Examples(&["llama"]),
-            into: "rocm",
-            strip: true,
-            sonames: CANDLE_SONAMES,
-            refused: &[],
-        }],
+        rocm: &[examples_rocm(&["rocm", "flash-attn"], &["llama"])],
         cuda: Some(CudaBuild {
             source: CudaSource::Registry { name: "candle-examples", version: "0.11.1" },
             features: &["cuda", "flash-attn"],
