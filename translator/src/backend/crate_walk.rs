@@ -22,8 +22,19 @@ enum Mode {
     Mirror,
 }
 
-/// A module to translate: input path, output path, and how.
-type Queued = (String, String, Mode);
+/// A module to translate: input path, output path, how, and whether its
+/// target is CUDA-only code (rule `cuda-gates`).
+type Queued = (String, String, Mode, bool);
+
+/// A target's root file (`src/lib.rs`, `examples/llama/main.rs`), and whether
+/// the target is CUDA-only code upstream (a package that needs CUDA, an
+/// example that requires `cuda`): then rule `cuda-gates` gates the CUDA items
+/// of every file it reaches before they are twinned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetRoot {
+    pub path: String,
+    pub gate_cuda: bool,
+}
 
 /// A whole crate's `src/` after mirroring.
 #[derive(Debug, Clone, Default)]
@@ -43,24 +54,24 @@ pub struct CrateMirror {
 /// the source in provenance lines. Rust files that no `mod` reaches are
 /// copied as they are.
 pub fn mirror_crate(sources: &BTreeMap<String, String>, label: &str) -> Result<CrateMirror, TranslateError> {
-    mirror_targets(sources, &["src/lib.rs".to_string()], label, false)
+    mirror_targets(sources, &[TargetRoot { path: "src/lib.rs".to_string(), gate_cuda: false }], label)
 }
 
 /// [`mirror_crate`] for a package of several targets: the walk starts at
 /// each root (`src/lib.rs`, `examples/llama/main.rs`, ...). A module file
 /// that two targets reach is translated once.
-pub fn mirror_targets(sources: &BTreeMap<String, String>, roots: &[String], label: &str, gate_cuda: bool) -> Result<CrateMirror, TranslateError> {
+pub fn mirror_targets(sources: &BTreeMap<String, String>, roots: &[TargetRoot], label: &str) -> Result<CrateMirror, TranslateError> {
     let mut out = CrateMirror::default();
-    let mut level: Vec<Queued> = roots.iter().map(|r| (r.clone(), r.clone(), Mode::Twin)).collect();
+    let mut level: Vec<Queued> = roots.iter().map(|r| (r.path.clone(), r.path.clone(), Mode::Twin, r.gate_cuda)).collect();
     let mut reached = BTreeSet::new();
     // Module by module, a level of the module tree at a time: the files of one
     // level are translated in parallel and merged in queue order, so the result
     // (and the first error reported) does not depend on the thread count.
     while !level.is_empty() {
         let done: Vec<Result<(MirroredFile, Vec<Queued>), TranslateError>> =
-            level.par_iter().map(|(input, output, mode)| mirror_module(sources, label, input, output, *mode, gate_cuda)).collect();
+            level.par_iter().map(|(input, output, mode, gate_cuda)| mirror_module(sources, label, input, output, *mode, *gate_cuda)).collect();
         let mut next = Vec::new();
-        for ((input, output, mode), result) in level.into_iter().zip(done) {
+        for ((input, output, mode, _), result) in level.into_iter().zip(done) {
             let (result, children) = result?;
             if !reached.insert(input.clone()) && out.files.get(&output) == Some(&result.text) {
                 // a module shared by two targets (`#[path]`-free `mod common;` in one directory)
@@ -119,16 +130,16 @@ fn mirror_module(sources: &BTreeMap<String, String>, label: &str, input: &str, o
         let mirror_twin = |children: &mut Vec<_>| {
             let (twin_name, _) = rules::rename(&name);
             if kept.contains(&twin_name) {
-                children.push((child_in.clone(), out_child_path(output, &twin_name, &child_in_named(input, &name, sources)), Mode::Mirror));
+                children.push((child_in.clone(), out_child_path(output, &twin_name, &child_in_named(input, &name, sources)), Mode::Mirror, gate_cuda));
             }
         };
         match mode {
             Mode::Twin if specific => {
-                children.push((child_in.clone(), child_out, Mode::Verbatim));
+                children.push((child_in.clone(), child_out, Mode::Verbatim, gate_cuda));
                 mirror_twin(&mut children);
             }
-            Mode::Twin => children.push((child_in, child_out, Mode::Twin)),
-            Mode::Verbatim => children.push((child_in, child_out, Mode::Verbatim)),
+            Mode::Twin => children.push((child_in, child_out, Mode::Twin, gate_cuda)),
+            Mode::Verbatim => children.push((child_in, child_out, Mode::Verbatim, gate_cuda)),
             Mode::Mirror => mirror_twin(&mut children),
         }
     }
@@ -230,12 +241,35 @@ mod tests {
             ("examples/custom-ops/main.rs", custom),
             ("examples/custom-ops/cuda_kernels.rs", "pub const K: &str = \"\";\n"),
         ]);
-        let roots = ["src/lib.rs", "examples/a/main.rs", "examples/custom-ops/main.rs"].map(String::from);
-        let out = mirror_targets(&src, &roots, "candle-examples 9.9.9", false).unwrap();
+        let roots = ["src/lib.rs", "examples/a/main.rs", "examples/custom-ops/main.rs"].map(|path| TargetRoot { path: path.to_string(), gate_cuda: false });
+        let out = mirror_targets(&src, &roots, "candle-examples 9.9.9").unwrap();
         assert!(out.files["examples/a/common.rs"].contains("fn on_rocm()"), "{}", out.files["examples/a/common.rs"]);
         assert_eq!(out.files["examples/custom-ops/main.rs"], custom);
         assert_eq!(out.gaps.len(), 1);
         assert_eq!((out.gaps[0].file.as_str(), out.gaps[0].line), ("examples/custom-ops/main.rs", 1));
+    }
+
+    #[test]
+    fn a_cuda_only_root_gates_the_files_it_reaches_and_no_other() {
+        let main = "use cudarc::nccl::safe::Comm;\nmod model;\nfn main() { let d = Device::new_cuda(0); }\n";
+        let model = "use cudarc::nccl::safe::ReduceOp;\npub struct Op;\n";
+        let src = sources(&[
+            ("src/lib.rs", "pub fn device() -> Device { Device::new_cuda(0) }\n"),
+            ("examples/mp/main.rs", main),
+            ("examples/mp/model.rs", model),
+        ]);
+        let roots = [TargetRoot { path: "src/lib.rs".into(), gate_cuda: false }, TargetRoot { path: "examples/mp/main.rs".into(), gate_cuda: true }];
+        let out = mirror_targets(&src, &roots, "candle-examples 9.9.9").unwrap();
+        // before: ungated `use` items and `fn main` (two `Comm` imports in either build)
+        let main = &out.files["examples/mp/main.rs"];
+        assert!(main.contains("#[cfg(feature = \"cuda\")]\nuse cudarc::nccl::safe::Comm;\n#[cfg(feature = \"rocm\")]\nuse candle_rocm_hip::nccl::safe::Comm;"), "{main}");
+        // (with both features on, CUDA's `main`)
+        assert!(main.contains("#[cfg(feature = \"cuda\")]\nfn main()") && main.contains("#[cfg(all(feature = \"rocm\", not(feature = \"cuda\")))]\nfn main()"), "{main}");
+        assert!(main.contains("Device::new_rocm(0)"), "{main}");
+        let model = &out.files["examples/mp/model.rs"];
+        assert!(model.contains("#[cfg(feature = \"rocm\")]\nuse candle_rocm_hip::nccl::safe::ReduceOp;") && model.contains("\npub struct Op;"), "{model}");
+        // the library is not CUDA-only: its function is not gated
+        assert!(!out.files["src/lib.rs"].contains("#[cfg(feature = \"cuda\")]\npub fn device"), "{}", out.files["src/lib.rs"]);
     }
 
     #[test]

@@ -1,9 +1,11 @@
-//! Rule `cuda-gates`: in a package that needs CUDA unconditionally (upstream's
-//! candle-flash-attn depends on candle-core with feature `cuda`, and its code
-//! names CUDA without any `cfg`), every item that names CUDA gets
+//! Rule `cuda-gates`: in CUDA-only code, which names CUDA without any `cfg`
+//! (a package that needs CUDA unconditionally: upstream's candle-flash-attn
+//! depends on candle-core with feature `cuda`; an example that requires the
+//! `cuda` feature: candle-examples' `llama_multiprocess`), every item that names CUDA gets
 //! `#[cfg(feature = "cuda")]` before the twins are made, so that its ROCm twin
 //! gets `#[cfg(feature = "rocm")]` and each is built only with its backend's
-//! feature (the manifest rule makes both package features: `package.rs`).
+//! feature (the manifest rule makes both package features, or the example's
+//! required features either backend turns on: `package.rs`).
 //!
 //! Gated: `use` items, functions, consts, statics, type aliases and macro
 //! invocations that name CUDA; inside an `impl` or inline `mod` that does not

@@ -84,6 +84,17 @@ pub const FEATURE_HINTS: &[(&str, &str)] = &[("`--features cuda`", "`--features 
 /// are RCCL's on ROCm: `nccl` → `rccl`).
 pub const FEATURES: &[(&str, &str)] = &[("cuda", "rocm"), ("nccl", "rccl")];
 
+/// Rule `either-backend-examples`: an example whose upstream
+/// `required-features` name `cuda` is CUDA-only code (rule `cuda-gates` gates
+/// it, so its ROCm twin builds with `rocm`). Cargo's `required-features`
+/// cannot say "`nccl` or `rccl`", so each feature of this table that such an
+/// example requires is replaced by a package feature that the feature and its
+/// ROCm twin ([`FEATURES`]) both turn on, and `cuda` goes (that feature turns
+/// on a backend): `llama_multiprocess`'s `["cuda", "nccl", "flash-attn"]` →
+/// `["nccl-or-rccl", "flash-attn"]`, with `nccl-or-rccl = []` in `nccl` and
+/// `rccl`. An example requiring none of them keeps requiring `cuda`.
+pub const EITHER_BACKEND_FEATURES: &[(&str, &str)] = &[("nccl", "nccl-or-rccl")];
+
 /// Words inside string literals of ROCm twins and mirrored files, so that
 /// messages and display strings name the ROCm device (`"cuda:{gpu_id}"` →
 /// `"rocm:{gpu_id}"`, "no cuda implementation" → "no rocm implementation").

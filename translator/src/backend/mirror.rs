@@ -96,8 +96,9 @@ pub fn twin_file(file: &str, label: &str, source: &str) -> Result<MirroredFile, 
     twin_file_of(file, label, source, false)
 }
 
-/// [`twin_file`] for a file of a package that needs CUDA unconditionally
-/// upstream (`gate_cuda`: rule `cuda-gates` runs first).
+/// [`twin_file`] for a file that is CUDA-only code upstream (of a package that
+/// needs CUDA unconditionally, of an example that requires `cuda`;
+/// `gate_cuda`: rule `cuda-gates` runs first).
 pub fn twin_file_of(file: &str, label: &str, source: &str, gate_cuda: bool) -> Result<MirroredFile, TranslateError> {
     let mut parsed = parse(file, source)?;
     let mut state = FileState::new(file, label);

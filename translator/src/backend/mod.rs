@@ -36,6 +36,6 @@ pub mod test_device_macro;
 pub mod twins;
 pub mod wave_launches;
 
-pub use crate_walk::{mirror_crate, mirror_targets, CrateMirror};
+pub use crate_walk::{mirror_crate, mirror_targets, CrateMirror, TargetRoot};
 pub use gaps::{describe, Gap};
 pub use mirror::{mirror_file, twin_file, twin_file_of, MirroredFile};

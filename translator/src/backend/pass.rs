@@ -16,7 +16,8 @@ pub struct FileState<'a> {
     pub counts: BTreeMap<&'static str, usize>,
     /// What was left out, with the reason.
     pub gaps: Vec<Gap>,
-    /// The package needs CUDA unconditionally upstream: its CUDA items are gated
+    /// The file is CUDA-only code upstream (its package needs CUDA unconditionally,
+    /// its example requires `cuda`): its CUDA items are gated
     /// on the `cuda` feature before they are twinned (rule `cuda-gates`).
     pub gate_cuda: bool,
 }

@@ -5,17 +5,21 @@
 //!
 //! An example is
 //! * **twinned** when a file of it got ROCm twins (a `cfg(feature = "cuda")`
-//!   path, a `Device::Cuda` arm, an `is_cuda()` dtype choice);
+//!   path, a `Device::Cuda` arm, an `is_cuda()` dtype choice; every item
+//!   naming CUDA in an example that requires `cuda` upstream, whose required
+//!   features become ones either backend turns on: `nccl-or-rccl`);
 //! * **as upstream** when it has no CUDA code of its own: it reaches the GPU
 //!   through `candle_examples::device()`, which picks ROCm;
 //! * **without ROCm twins** when regen kept it as upstream wrote it on
 //!   purpose (a gap, with the reason);
 //! * **not with `rocm`** when its required features need CUDA itself
-//!   (`llama_multiprocess`: `cuda`, `nccl`, `flash-attn`);
+//!   (`cuda`, `nccl`, `cudnn`; none in 0.11.1);
 //! * **does not compile upstream either** ([`BROKEN_UPSTREAM`]).
 
 use std::fmt::Write as _;
 
+use translator::backend::mapping::EITHER_BACKEND_FEATURES;
+use translator::backend::package::twin_feature;
 use translator::backend::Gap;
 
 use crate::tree::Tree;
@@ -24,8 +28,8 @@ use crate::tree::Tree;
 const PACKAGE: &str = "candle-examples";
 
 /// Required features of an example that only a CUDA build has (the `rocm`
-/// feature cannot stand in for them).
-const CUDA_ONLY_FEATURES: &[&str] = &["cuda", "nccl", "flash-attn", "cudnn"];
+/// feature cannot stand in for them; `flash-attn` builds with `rocm`).
+const CUDA_ONLY_FEATURES: &[&str] = &["cuda", "nccl", "cudnn"];
 
 /// Examples whose own code does not compile upstream either, with
 /// upstream's own Cargo.lock: (example, why). Their rows say so; CI leaves
@@ -33,6 +37,7 @@ const CUDA_ONLY_FEATURES: &[&str] = &["cuda", "nccl", "flash-attn", "cudnn"];
 const BROKEN_UPSTREAM: &[(&str, &str)] = &[
     ("depth_anything_v2", "does not compile upstream either: its color map uses `enterpolation::Generator`, which enterpolation 0.3.0 (upstream's Cargo.lock) does not have"),
     ("reinforcement-learning", "does not compile upstream either: it uses pyo3's `PyObject` and `IntoPy`, which pyo3 0.29 (upstream's manifest and Cargo.lock) no longer has"),
+    ("llama_multiprocess", "does not compile upstream either (`--features nccl,flash-attn`): main.rs opens its communicator with `cudarc::driver::safe::CudaDevice::new`, which cudarc no longer has (candle-core 0.11.1 uses cudarc 0.19), and its all-reduce op calls `.w()` on `CudaDevice::alloc`'s result, whose `candle::Error` does not convert into `CudaError`; its ROCm twin (`--features rccl,flash-attn`) stops at the same two places"),
 ];
 
 /// One example's row.
@@ -88,14 +93,19 @@ pub fn render(tree: &Tree, gaps: &[Gap]) -> String {
     s.push_str("\n## candle-examples\n\n");
     let _ = writeln!(
         s,
-        "{} examples: {} twinned, {} as upstream, {} without ROCm twins, {} not with `rocm`, {} that do not compile upstream either. Those not with `rocm` require a feature only a CUDA build has.\n",
+        "{} examples: {} twinned, {} as upstream, {} without ROCm twins, {} not with `rocm`, {} that do not compile upstream either.{}\n",
         rows.len(),
         count("twinned"),
         count("as upstream"),
         count("without ROCm twins"),
         count("not with `rocm`"),
-        count("does not compile upstream")
+        count("does not compile upstream"),
+        if count("not with `rocm`") > 0 { " Those not with `rocm` require a feature only a CUDA build has." } else { "" }
     );
+    // the features either backend turns on (rule `either-backend-examples`) that an example requires
+    for (cuda, either) in EITHER_BACKEND_FEATURES.iter().filter(|(_, e)| rows.iter().any(|r| r.required_features.iter().any(|f| f == e))) {
+        let _ = writeln!(s, "`{either}` is turned on by `{cuda}` (CUDA) and by `{}` (ROCm): an example that requires it builds with either.\n", twin_feature(cuda));
+    }
     s.push_str("| example | required features | ROCm |\n|---|---|---|\n");
     for r in &rows {
         let features = if r.required_features.is_empty() { String::new() } else { r.required_features.join(", ") };
@@ -114,7 +124,7 @@ mod tests {
 
     #[test]
     fn each_example_gets_its_status() {
-        let manifest = "[[example]]\nname = \"a\"\npath = \"examples/a/main.rs\"\n\n[[example]]\nname = \"b\"\npath = \"examples/b/main.rs\"\n\n[[example]]\nname = \"c\"\npath = \"examples/c.rs\"\n\n[[example]]\nname = \"mp\"\npath = \"examples/mp/main.rs\"\nrequired-features = [\"cuda\", \"nccl\"]\n\n[[example]]\nname = \"ops\"\npath = \"examples/ops/main.rs\"\n";
+        let manifest = "[[example]]\nname = \"a\"\npath = \"examples/a/main.rs\"\n\n[[example]]\nname = \"b\"\npath = \"examples/b/main.rs\"\n\n[[example]]\nname = \"c\"\npath = \"examples/c.rs\"\n\n[[example]]\nname = \"mp\"\npath = \"examples/mp/main.rs\"\nrequired-features = [\"cuda\", \"nccl\"]\n\n[[example]]\nname = \"ops\"\npath = \"examples/ops/main.rs\"\n\n[[example]]\nname = \"nccl-mp\"\npath = \"examples/nccl-mp/main.rs\"\nrequired-features = [\"nccl-or-rccl\", \"flash-attn\"]\n";
         let t = tree(&[
             ("candle-examples/Cargo.toml", manifest),
             ("candle-examples/examples/a/main.rs", "fn main() {}\n"),
@@ -123,6 +133,7 @@ mod tests {
             ("candle-examples/examples/c.rs", "fn main() {}\n"),
             ("candle-examples/examples/mp/main.rs", "fn main() {}\n"),
             ("candle-examples/examples/ops/main.rs", "fn main() {}\n"),
+            ("candle-examples/examples/nccl-mp/main.rs", "// Generated by `cargo xtask regen` from x (with ROCm twins).\n"),
         ]);
         let gaps = [Gap::new("candle-examples/examples/ops/main.rs", 1, "the whole file", "cuda", "its kernel has no HIP build")];
         let status: Vec<(String, String)> = rows(&t, &gaps).into_iter().map(|r| (r.name, r.status)).collect();
@@ -131,8 +142,12 @@ mod tests {
         assert!(status[2].1.starts_with("as upstream"));
         assert_eq!(status[3].1, "not with `rocm`: needs `cuda`, `nccl`");
         assert_eq!(status[4].1, "without ROCm twins: its kernel has no HIP build");
+        // an example CUDA-only upstream (`["cuda", "nccl", "flash-attn"]`), its required features for either backend
+        assert_eq!(status[5], ("nccl-mp".into(), "twinned".into()));
         let text = render(&t, &gaps);
-        assert!(text.contains("5 examples: 1 twinned, 2 as upstream, 1 without ROCm twins, 1 not with `rocm`, 0 that do not compile upstream either."), "{text}");
+        assert!(text.contains("6 examples: 2 twinned, 2 as upstream, 1 without ROCm twins, 1 not with `rocm`, 0 that do not compile upstream either."), "{text}");
+        assert!(text.contains("`nccl-or-rccl` is turned on by `nccl` (CUDA) and by `rccl` (ROCm)"), "{text}");
+        assert!(text.contains("| nccl-mp | nccl-or-rccl, flash-attn | twinned |"), "{text}");
         assert!(text.contains("| mp | cuda, nccl | not with `rocm`: needs `cuda`, `nccl` |"), "{text}");
     }
 

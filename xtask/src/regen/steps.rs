@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use translator::kernels::{translate_tree, KernelContext};
 use translator::TreeFile;
 
-use translator::backend::Gap;
+use translator::backend::{Gap, TargetRoot};
 
 use crate::regen::upstream::{CrateSource, Origin, Upstream};
 use crate::tree;
@@ -291,9 +291,13 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str, sh
         let text = String::from_utf8(bytes.clone()).map_err(|_| anyhow!("{}/{path}: not UTF-8", krate.name))?;
         sources.insert(path.clone(), text);
     }
-    // a package that needs CUDA unconditionally upstream gets its CUDA items gated first
+    // CUDA-only code gets its CUDA items gated first (rule `cuda-gates`): every
+    // target of a package that needs CUDA unconditionally upstream, an example
+    // that requires `cuda`
     let gate_cuda = translator::backend::package::requires_cuda(&manifest_text);
-    let mirror = translator::backend::mirror_targets(&sources, &roots, &label, gate_cuda).map_err(|e| anyhow!("{}: {e}", krate.name))?;
+    let cuda_only_examples = translator::backend::package::cuda_only_examples(&manifest_text, &|p| files.contains_key(p));
+    let roots: Vec<TargetRoot> = roots.into_iter().map(|path| TargetRoot { gate_cuda: gate_cuda || cuda_only_examples.contains(&path), path }).collect();
+    let mirror = translator::backend::mirror_targets(&sources, &roots, &label).map_err(|e| anyhow!("{}: {e}", krate.name))?;
 
     let mut out: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for (path, text) in &mirror.files {
@@ -328,6 +332,9 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str, sh
         *rule_counts.entry(rule).or_default() += n;
     }
     *rule_counts.entry("package-features").or_default() += manifest.twinned_features;
+    if manifest.either_backend_examples > 0 {
+        *rule_counts.entry("either-backend-examples").or_default() += manifest.either_backend_examples;
+    }
     let mut gaps: Vec<Gap> = mirror.gaps.into_iter().chain(test_gaps).chain(manifest.gaps).map(|g| Gap { file: format!("{}/{}", krate.name, g.file), ..g }).collect();
     gaps.sort();
     let mut notes = Vec::new();

@@ -5,7 +5,9 @@ use candle::{
 };
 use candle_nn::var_builder::ShardedVarBuilder as VarBuilder;
 use candle_nn::{Embedding, Linear, Module, RmsNorm};
+#[cfg(feature = "cuda")]
 use cudarc::nccl::safe::{Comm, ReduceOp};
+#[cfg(feature = "rocm")]
 use candle_rocm_hip::nccl::safe::{Comm, ReduceOp};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
