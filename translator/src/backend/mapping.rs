@@ -244,19 +244,18 @@ pub const FIELD_INITS: &[FieldInit] = &[FieldInit {
     why: "ggml's launchers read the compute capability with ggml's AMD meaning (0x1000000 + gfx id, from gcnArchName), so that host and device pick the same tiles (kernel rule ggml-amd-profile)",
 }];
 
-/// An expression in the ROCm code of a file (a whole mirrored file, or the
-/// ROCm twins of a twinned one) whose upstream value holds for NVIDIA only,
-/// and its ROCm value (rule `wave-launches`).
-pub struct RocmExpr {
+/// Upstream code and what replaces it (rules `wave-launches` and
+/// `upstream-repairs`, applied by `backend::replacements`).
+pub struct Replacement {
     /// The crate, as the provenance label names it (`candle-nn`).
     pub krate: &'static str,
     /// The input path inside the crate.
     pub file: &'static str,
-    /// Upstream's expression, as `quote` prints it.
+    /// Upstream's expression or item, as `quote` prints it.
     pub upstream: &'static str,
-    /// The ROCm expression, Rust source in the ROCm code's names.
-    pub rocm: &'static str,
-    /// How often it occurs in the file's ROCm code.
+    /// What replaces it: Rust source (in a ROCm twin's names for `wave-launches`).
+    pub with: &'static str,
+    /// How often it occurs where the rule looks.
     pub count: usize,
     pub why: &'static str,
 }
@@ -272,21 +271,72 @@ macro_rules! wavefront {
 /// Rule `wave-launches`: candle-nn launches its row kernels with one 32-lane
 /// warp; on ROCm they get the device's whole wavefront (64 on CDNA), over
 /// which the kernels reduce (kernel rule `wave-rows`).
-pub const WAVE_LAUNCHES: &[RocmExpr] = &[
-    RocmExpr {
+pub const WAVE_LAUNCHES: &[Replacement] = &[
+    Replacement {
         krate: "candle-nn",
         file: "src/ops.rs",
         upstream: "(1 , 32 , 1)",
-        rocm: concat!("(1, ", wavefront!(), ", 1)"),
+        with: concat!("(1, ", wavefront!(), ", 1)"),
         count: 1,
         why: "softmax: one wavefront per row",
     },
-    RocmExpr {
+    Replacement {
         krate: "candle-nn",
         file: "src/ops.rs",
         upstream: "if n_cols < 1024 { 32 } else { 1024 }",
-        rocm: concat!("if n_cols < 1024 { ", wavefront!(), " } else { 1024 }"),
+        with: concat!("if n_cols < 1024 { ", wavefront!(), " } else { 1024 }"),
         count: 2,
         why: "rms norm and layer norm: one wavefront per row below 1024 columns",
+    },
+];
+
+/// Rule `upstream-repairs`: upstream code that does not compile against what
+/// its own release pins, repaired before it is twinned (the CUDA original and
+/// the ROCm twin alike; `cargo xtask gpu-program` repairs the stock copy it
+/// compares with the same rows).
+pub const UPSTREAM_REPAIRS: &[Replacement] = &[
+    Replacement {
+        krate: "candle-examples",
+        file: "examples/llama_multiprocess/main.rs",
+        upstream: "use cudarc :: driver :: safe :: CudaDevice ;",
+        with: "use cudarc::driver::safe::CudaContext;",
+        count: 1,
+        why: "cudarc 0.13 replaced CudaDevice by CudaContext and CudaStream (candle-core pins cudarc 0.19)",
+    },
+    Replacement {
+        krate: "candle-examples",
+        file: "examples/llama_multiprocess/main.rs",
+        upstream: "CudaDevice :: new (rank) ?",
+        with: "CudaContext::new(rank)?.per_thread_stream()",
+        count: 1,
+        why: "cudarc 0.19's Comm::from_rank takes the stream its collectives are queued on: the per-thread stream of \
+              the device's primary context, the one candle's Device::new_cuda queues its kernels on, so each \
+              all-reduce runs after the matmul that feeds it",
+    },
+    Replacement {
+        krate: "candle-examples",
+        file: "examples/llama_multiprocess/main.rs",
+        upstream: "if comm_file . exists () { bail ! (\"comm file {comm_file:?} already exists, please remove it first\") }",
+        with: "if args.rank.is_none() && comm_file.exists() { bail!(\"comm file {comm_file:?} already exists, please remove it first\") }",
+        count: 1,
+        why: "the parent's check that no id file is left over ran in every rank too: a rank started after rank 0 \
+              had written the id stopped there, and rank 0 waited for it forever (a race, seen on two H100s on \
+              either backend)",
+    },
+    Replacement {
+        krate: "candle-examples",
+        file: "examples/llama_multiprocess/model.rs",
+        upstream: "unsafe { dev . alloc :: < bf16 > (elem_count) } . w () ?",
+        with: "unsafe { dev.alloc::<bf16>(elem_count) }?",
+        count: 1,
+        why: "candle's CudaDevice::alloc returns candle's own Result (no cudarc error to wrap with .w())",
+    },
+    Replacement {
+        krate: "candle-examples",
+        file: "examples/llama_multiprocess/model.rs",
+        upstream: "unsafe { dev . alloc :: < f16 > (elem_count) } . w () ?",
+        with: "unsafe { dev.alloc::<f16>(elem_count) }?",
+        count: 1,
+        why: "candle's CudaDevice::alloc returns candle's own Result (no cudarc error to wrap with .w())",
     },
 ];

@@ -10,7 +10,7 @@ use syn::visit_mut::VisitMut;
 use super::gaps::Gap;
 use super::pass::{self, FileState, Pass};
 use super::prune::Pruner;
-use super::{branch_twins, cuda_gates, device_predicates, field_inits, rules, skip_without_device, twins, wave_launches};
+use super::{branch_twins, cuda_gates, device_predicates, field_inits, rules, skip_without_device, twins, upstream_repairs, wave_launches};
 use crate::TranslateError;
 
 /// What runs on a mirrored file after the token rules ([`rules`]), in order.
@@ -26,6 +26,7 @@ pub const MIRROR_PASSES: &[Pass] = &[
 
 /// What runs on a file that is not CUDA-only, in order.
 pub const TWIN_PASSES: &[Pass] = &[
+    Pass { name: "upstream-repairs", apply: |s, f| upstream_repairs::repair(s.label, s.file, f) },
     Pass { name: "cuda-gates", apply: |s, f| Ok(if s.gate_cuda { cuda_gates::gate(f) } else { 0 }) },
     Pass { name: "twins", apply: twins::apply },
     Pass { name: "device-predicates", apply: |s, f| device_predicates::rewrite(s.file, f) },
@@ -59,7 +60,7 @@ pub(super) fn parse(file: &str, source: &str) -> Result<syn::File, TranslateErro
 /// Prints a file with `prettyplease`. Float literals written `1.` are
 /// printed `1.0` first: prettyplease prints `(0. ..1.)` as `(0...1.)`, which
 /// does not parse.
-fn print(file: &mut syn::File) -> String {
+pub(super) fn print(file: &mut syn::File) -> String {
     struct FloatDots;
     impl VisitMut for FloatDots {
         fn visit_lit_float_mut(&mut self, lit: &mut syn::LitFloat) {

@@ -30,10 +30,12 @@ pub mod node_attrs;
 pub mod package;
 pub mod pass;
 pub mod prune;
+pub mod replacements;
 pub mod rules;
 pub mod skip_without_device;
 pub mod test_device_macro;
 pub mod twins;
+pub mod upstream_repairs;
 pub mod wave_launches;
 
 pub use crate_walk::{mirror_crate, mirror_targets, CrateMirror, TargetRoot};

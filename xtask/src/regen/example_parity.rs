@@ -7,7 +7,8 @@
 //! * **twinned** when a file of it got ROCm twins (a `cfg(feature = "cuda")`
 //!   path, a `Device::Cuda` arm, an `is_cuda()` dtype choice; every item
 //!   naming CUDA in an example that requires `cuda` upstream, whose required
-//!   features become ones either backend turns on: `nccl-or-rccl`);
+//!   features become ones either backend turns on: `nccl-or-rccl`), saying so
+//!   when regen repaired upstream's code first (rule `upstream-repairs`);
 //! * **as upstream** when it has no CUDA code of its own: it reaches the GPU
 //!   through `candle_examples::device()`, which picks ROCm;
 //! * **without ROCm twins** when regen kept it as upstream wrote it on
@@ -37,7 +38,6 @@ const CUDA_ONLY_FEATURES: &[&str] = &["cuda", "nccl", "cudnn"];
 const BROKEN_UPSTREAM: &[(&str, &str)] = &[
     ("depth_anything_v2", "does not compile upstream either: its color map uses `enterpolation::Generator`, which enterpolation 0.3.0 (upstream's Cargo.lock) does not have"),
     ("reinforcement-learning", "does not compile upstream either: it uses pyo3's `PyObject` and `IntoPy`, which pyo3 0.29 (upstream's manifest and Cargo.lock) no longer has"),
-    ("llama_multiprocess", "does not compile upstream either (`--features nccl,flash-attn`): main.rs opens its communicator with `cudarc::driver::safe::CudaDevice::new`, which cudarc no longer has (candle-core 0.11.1 uses cudarc 0.19), and its all-reduce op calls `.w()` on `CudaDevice::alloc`'s result, whose `candle::Error` does not convert into `CudaError`; its ROCm twin (`--features rccl,flash-attn`) stops at the same two places"),
 ];
 
 /// One example's row.
@@ -53,6 +53,7 @@ pub fn rows(tree: &Tree, gaps: &[Gap]) -> Vec<ExampleRow> {
     let Some(manifest) = tree.get(&format!("{PACKAGE}/Cargo.toml")) else { return Vec::new() };
     let table: toml::Table = String::from_utf8_lossy(manifest).parse().unwrap_or_default();
     let examples = table.get("example").and_then(|e| e.as_array()).cloned().unwrap_or_default();
+    let repaired = translator::backend::upstream_repairs::repaired_files(PACKAGE);
     let mut rows = Vec::new();
     for example in &examples {
         let (Some(name), Some(path)) = (example.get("name").and_then(|n| n.as_str()), example.get("path").and_then(|p| p.as_str())) else { continue };
@@ -72,6 +73,8 @@ pub fn rows(tree: &Tree, gaps: &[Gap]) -> Vec<ExampleRow> {
             format!("not with `rocm`: needs {}", cuda_only.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "))
         } else if let Some(g) = gap {
             format!("without ROCm twins: {}", g.reason)
+        } else if twinned && repaired.iter().any(|f| in_example(f)) {
+            "twinned; upstream's code repaired first, the CUDA original with it (rule `upstream-repairs`: as published it does not compile against the cudarc its own release pins)".to_string()
         } else if twinned {
             "twinned".to_string()
         } else {

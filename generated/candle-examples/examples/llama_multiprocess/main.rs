@@ -8,9 +8,9 @@ use candle_examples::hub::Api;
 use candle_transformers::generation::LogitsProcessor;
 use candle_transformers::models::llama::LlamaEosToks;
 #[cfg(feature = "cuda")]
-use cudarc::driver::safe::CudaDevice;
+use cudarc::driver::safe::CudaContext;
 #[cfg(feature = "rocm")]
-use candle_rocm_hip::driver::safe::RocmDevice;
+use candle_rocm_hip::driver::safe::HipContext;
 #[cfg(feature = "cuda")]
 use cudarc::nccl::safe::{Comm, Id};
 #[cfg(feature = "rocm")]
@@ -81,7 +81,7 @@ fn main() -> Result<()> {
         }
     };
     let comm_file = std::path::PathBuf::from(&args.comm_file);
-    if comm_file.exists() {
+    if args.rank.is_none() && comm_file.exists() {
         bail!("comm file {comm_file:?} already exists, please remove it first")
     }
     let api = Api::new()?;
@@ -148,7 +148,7 @@ fn main() -> Result<()> {
         let id: Id = Id::uninit(internal);
         id
     };
-    let device = CudaDevice::new(rank)?;
+    let device = CudaContext::new(rank)?.per_thread_stream();
     let comm = match Comm::from_rank(device, rank, num_shards, id) {
         Ok(comm) => Rc::new(comm),
         Err(err) => anyhow::bail!("nccl error {:?}", err.0),
@@ -242,7 +242,7 @@ fn main() -> Result<()> {
         }
     };
     let comm_file = std::path::PathBuf::from(&args.comm_file);
-    if comm_file.exists() {
+    if args.rank.is_none() && comm_file.exists() {
         bail!("comm file {comm_file:?} already exists, please remove it first")
     }
     let api = Api::new()?;
@@ -309,7 +309,7 @@ fn main() -> Result<()> {
         let id: Id = Id::uninit(internal);
         id
     };
-    let device = RocmDevice::new(rank)?;
+    let device = HipContext::new(rank)?.per_thread_stream();
     let comm = match Comm::from_rank(device, rank, num_shards, id) {
         Ok(comm) => Rc::new(comm),
         Err(err) => anyhow::bail!("nccl error {:?}", err.0),

@@ -60,7 +60,7 @@ impl CustomOp1 for AllReduce {
                     Some((0, l)) if l == s.len() => s,
                     Some(_) | None => candle::bail!("input has to be contiguous"),
                 };
-                let mut dst = unsafe { dev.alloc::<bf16>(elem_count) }.w()?;
+                let mut dst = unsafe { dev.alloc::<bf16>(elem_count) }?;
                 self.comm
                     .all_reduce(s, &mut dst, &ReduceOp::Sum)
                     .map_err(candle::Error::debug)?;
@@ -72,7 +72,7 @@ impl CustomOp1 for AllReduce {
                     Some((0, l)) if l == s.len() => s,
                     Some(_) | None => candle::bail!("input has to be contiguous"),
                 };
-                let mut dst = unsafe { dev.alloc::<f16>(elem_count) }.w()?;
+                let mut dst = unsafe { dev.alloc::<f16>(elem_count) }?;
                 self.comm
                     .all_reduce(s, &mut dst, &ReduceOp::Sum)
                     .map_err(candle::Error::debug)?;
@@ -100,7 +100,7 @@ impl CustomOp1 for AllReduce {
                     Some((0, l)) if l == s.len() => s,
                     Some(_) | None => candle::bail!("input has to be contiguous"),
                 };
-                let mut dst = unsafe { dev.alloc::<bf16>(elem_count) }.w()?;
+                let mut dst = unsafe { dev.alloc::<bf16>(elem_count) }?;
                 self.comm
                     .all_reduce(s, &mut dst, &ReduceOp::Sum)
                     .map_err(candle::Error::debug)?;
@@ -112,7 +112,7 @@ impl CustomOp1 for AllReduce {
                     Some((0, l)) if l == s.len() => s,
                     Some(_) | None => candle::bail!("input has to be contiguous"),
                 };
-                let mut dst = unsafe { dev.alloc::<f16>(elem_count) }.w()?;
+                let mut dst = unsafe { dev.alloc::<f16>(elem_count) }?;
                 self.comm
                     .all_reduce(s, &mut dst, &ReduceOp::Sum)
                     .map_err(candle::Error::debug)?;

@@ -1,0 +1,216 @@
+//! Upstream code replaced where a row of a table says ([`Replacement`]): an
+//! expression or an item, matched by its tokens as `quote` prints them, in one
+//! file of one crate, found exactly `count` times. The rules over such tables:
+//!
+//! * `wave-launches` ([`mapping::WAVE_LAUNCHES`]): in ROCm code only (a whole
+//!   mirrored file, or in a twinned file the functions named for ROCm or gated
+//!   on its feature);
+//! * `upstream-repairs` ([`mapping::UPSTREAM_REPAIRS`]): everywhere in the file,
+//!   before its twins are made, so that the CUDA original and its ROCm twin
+//!   both get the repair.
+//!
+//! A row found another number of times is an error naming the file, the code
+//! and the table: upstream changed, and the row must be checked.
+//!
+//! [`mapping::WAVE_LAUNCHES`]: super::mapping::WAVE_LAUNCHES
+//! [`mapping::UPSTREAM_REPAIRS`]: super::mapping::UPSTREAM_REPAIRS
+
+use quote::ToTokens;
+use syn::visit_mut::VisitMut;
+
+use super::cuda_names::mentions_rocm;
+use super::mapping::Replacement;
+use crate::TranslateError;
+
+/// Where in a file a table's rows apply.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Scope {
+    /// The whole file.
+    Everywhere,
+    /// The functions of a twinned file named for ROCm or gated on its feature.
+    RocmFunctions,
+}
+
+/// What a table is, for its errors: the rule's name and the table's path.
+pub struct Table {
+    pub rule: &'static str,
+    pub path: &'static str,
+    pub rows: &'static [Replacement],
+}
+
+/// Applies `table`'s rows for `file` of the crate that `label` names (its first
+/// word: `candle-nn 0.11.1 src/ops.rs`). Returns how many replacements were made.
+pub fn apply(table: &Table, label: &str, file: &str, parsed: &mut syn::File, scope: Scope) -> Result<usize, TranslateError> {
+    apply_rows(table.rule, table.path, table.rows, label, file, parsed, scope)
+}
+
+/// Whether `table` has rows for `file` of crate `krate`.
+pub fn has_rows(table: &Table, krate: &str, file: &str) -> bool {
+    table.rows.iter().any(|r| r.krate == krate && r.file == file)
+}
+
+fn apply_rows(rule: &str, path: &str, rows: &[Replacement], label: &str, file: &str, parsed: &mut syn::File, scope: Scope) -> Result<usize, TranslateError> {
+    let krate = label.split(' ').next().unwrap_or_default();
+    let rows: Vec<&Replacement> = rows.iter().filter(|r| r.krate == krate && r.file == file).collect();
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let mut values = Vec::with_capacity(rows.len());
+    for row in &rows {
+        values.push(Code::parse(row.with).map_err(|e| TranslateError::unsupported(file, 0, row.with, format!("rule {rule}: the row's replacement does not parse: {e}")))?);
+    }
+    let mut pass = Pass { rows: &rows, values, found: vec![0; rows.len()], depth: usize::from(scope == Scope::Everywhere) };
+    pass.visit_file_mut(parsed);
+    for (row, found) in rows.iter().zip(&pass.found) {
+        if *found != row.count {
+            let place = if scope == Scope::Everywhere { "" } else { " in ROCm code" };
+            return Err(TranslateError::unsupported(
+                file,
+                0,
+                format!("{} ({found} times{place}, expected {})", row.upstream, row.count),
+                format!("rule {rule}: upstream changed (check the row in {path})"),
+            ));
+        }
+    }
+    Ok(pass.found.iter().sum())
+}
+
+/// A row's replacement: an item (`use a::B;`) or an expression.
+#[derive(Clone)]
+enum Code {
+    Item(syn::Item),
+    Expr(syn::Expr),
+}
+
+impl Code {
+    fn parse(text: &str) -> syn::Result<Code> {
+        match syn::parse_str::<syn::Item>(text) {
+            Ok(item) => Ok(Code::Item(item)),
+            Err(_) => syn::parse_str::<syn::Expr>(text).map(Code::Expr),
+        }
+    }
+}
+
+struct Pass<'a> {
+    rows: &'a [&'a Replacement],
+    values: Vec<Code>,
+    found: Vec<usize>,
+    /// Inside code the rows apply to when positive.
+    depth: usize,
+}
+
+impl Pass<'_> {
+    /// The row whose code `node` is, as `quote` prints it.
+    fn row_of(&self, node: &dyn ToTokens) -> Option<usize> {
+        if self.depth == 0 {
+            return None;
+        }
+        let text = node.to_token_stream().to_string();
+        self.rows.iter().position(|r| r.upstream == text)
+    }
+}
+
+fn is_rocm(ident: &syn::Ident, attrs: &[syn::Attribute]) -> bool {
+    ident.to_string().contains("rocm") || attrs.iter().any(|a| a.path().is_ident("cfg") && mentions_rocm(a.meta.to_token_stream()))
+}
+
+impl VisitMut for Pass<'_> {
+    fn visit_item_fn_mut(&mut self, f: &mut syn::ItemFn) {
+        let rocm = usize::from(is_rocm(&f.sig.ident, &f.attrs));
+        self.depth += rocm;
+        syn::visit_mut::visit_item_fn_mut(self, f);
+        self.depth -= rocm;
+    }
+
+    fn visit_impl_item_fn_mut(&mut self, f: &mut syn::ImplItemFn) {
+        let rocm = usize::from(is_rocm(&f.sig.ident, &f.attrs));
+        self.depth += rocm;
+        syn::visit_mut::visit_impl_item_fn_mut(self, f);
+        self.depth -= rocm;
+    }
+
+    fn visit_item_mut(&mut self, item: &mut syn::Item) {
+        if let Some(i) = self.row_of(item) {
+            if let Code::Item(new) = &self.values[i] {
+                *item = new.clone();
+                self.found[i] += 1;
+                return;
+            }
+        }
+        syn::visit_mut::visit_item_mut(self, item);
+    }
+
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        if let Some(i) = self.row_of(e) {
+            if let Code::Expr(new) = &self.values[i] {
+                *e = new.clone();
+                self.found[i] += 1;
+                return;
+            }
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROWS: &[Replacement] = &[
+        Replacement { krate: "candle-nn", file: "src/ops.rs", upstream: "(1 , 32 , 1)", with: "(1, wave(dev), 1)", count: 1, why: "t" },
+        Replacement { krate: "candle-nn", file: "src/ops.rs", upstream: "use a :: Old ;", with: "use a::New;", count: 1, why: "t" },
+    ];
+
+    fn run(label: &str, src: &str, scope: Scope) -> Result<(String, usize), TranslateError> {
+        let mut parsed = syn::parse_file(src).unwrap();
+        let n = apply_rows("wave-launches", "T", ROWS, label, "src/ops.rs", &mut parsed, scope)?;
+        Ok((prettyplease::unparse(&parsed), n))
+    }
+
+    const TWINNED: &str = "use a::Old;\nimpl S {\n    fn cuda_fwd(&self) { let c = Cfg { block_dim: (1, 32, 1) }; }\n    #[cfg(feature = \"rocm\")]\n    fn fwd2(&self) { let c = Cfg { block_dim: (1, 32, 1) }; }\n}\n";
+
+    #[test]
+    fn rocm_functions_scope_rewrites_the_rocm_code_only() {
+        let err = run("candle-nn 0.11.1 src/ops.rs", TWINNED, Scope::RocmFunctions).unwrap_err().to_string();
+        // the `use` item is outside any ROCm function: not found there
+        assert!(err.contains("use a :: Old ; (0 times in ROCm code, expected 1)"), "{err}");
+        let src = TWINNED.replace("use a::Old;\n", "#[cfg(feature = \"rocm\")]\nfn rocm_f() { use a::Old; }\n");
+        let (out, n) = run("candle-nn 0.11.1 src/ops.rs", &src, Scope::RocmFunctions).unwrap();
+        assert_eq!(n, 2);
+        assert!(out.contains("fn cuda_fwd(&self) {\n        let c = Cfg { block_dim: (1, 32, 1) };"), "{out}");
+        assert!(out.contains("fn fwd2(&self) {\n        let c = Cfg {\n            block_dim: (1, wave(dev), 1),"), "{out}");
+        assert!(out.contains("use a::New;"), "{out}");
+    }
+
+    #[test]
+    fn everywhere_scope_rewrites_items_and_expressions_anywhere() {
+        let src = "use a::Old;\nfn f() { g((1, 32, 1)); }\n";
+        let (out, n) = run("candle-nn 0.11.1 src/ops.rs", src, Scope::Everywhere).unwrap();
+        assert_eq!((out.as_str(), n), ("use a::New;\nfn f() {\n    g((1, wave(dev), 1));\n}\n", 2));
+    }
+
+    #[test]
+    fn another_count_is_an_error_naming_file_code_and_table() {
+        let err = run("candle-nn 0.11.1 src/ops.rs", "use a::Old;\nfn f() {}\n", Scope::Everywhere).unwrap_err().to_string();
+        assert!(err.starts_with("src/ops.rs"), "{err}");
+        assert!(err.contains("(1 , 32 , 1) (0 times, expected 1)") && err.contains("rule wave-launches: upstream changed (check the row in T)"), "{err}");
+    }
+
+    #[test]
+    fn other_crates_are_untouched() {
+        assert_eq!(run("candle-core 0.11.1 src/ops.rs", TWINNED, Scope::Everywhere).unwrap().1, 0);
+    }
+
+    #[test]
+    fn table_rows_parse_and_print_like_the_matcher() {
+        use super::super::mapping::{UPSTREAM_REPAIRS, WAVE_LAUNCHES};
+        for row in WAVE_LAUNCHES.iter().chain(UPSTREAM_REPAIRS) {
+            let printed = match Code::parse(row.upstream).unwrap() {
+                Code::Item(i) => i.to_token_stream().to_string(),
+                Code::Expr(e) => e.to_token_stream().to_string(),
+            };
+            assert_eq!(printed, row.upstream);
+            Code::parse(row.with).unwrap();
+        }
+    }
+}
