@@ -88,6 +88,15 @@ fn moe_matrix_core_tiles_match_reference_in_wave64_emulation() {
     run_emulation("moe_wave64");
 }
 
+/// The flash attention kernels (generated/kernels/candle_flash_attn.hip, through
+/// run_mha) on candle_wmma's matrix-core tile for gfx942 and gfx90a and on its
+/// shuffles, every part of run_mha's contract, against an f64 reference, in the
+/// same emulation (tests/amd_emulation/fa_wave64/; about three minutes).
+#[test]
+fn flash_attention_matches_reference_in_wave64_emulation() {
+    run_emulation("fa_wave64");
+}
+
 /// Runs tests/amd_emulation/NAME/run.sh; it must end "N passed, 0 failed".
 fn run_emulation(name: &str) {
     let root = workspace_root();

@@ -85,23 +85,34 @@ __device__ __forceinline__ Mode mask_mode(const Params& p) {
     return p.causal ? CAUSAL : ((p.wl >= 0 || p.wr >= 0) ? LOCAL : NO_MASK);
 }
 
-// Whether key j is visible from query row i (both within the batch's sequence; off =
-// sk - sq: row i sits at key position i + off, bottom-right alignment). Causal: j <=
-// i + off + wr (callers pass wr = 0). Local: i + off - wl <= j <= i + off + wr, wl and
-// wr taken literally (the Rust side never passes -1 here). In either mode a query at a
-// position inside an mm-prefix range [start, end) also sees every key of that range.
-__device__ __forceinline__ bool visible(const Params& p, Mode mode, const int32_t* ranges, int i, int j, int off) {
-    if (mode == NO_MASK) return true;
-    const int pos = i + off;
-    bool ok = j <= pos + p.wr && (mode == CAUSAL || j >= pos - p.wl);
-    if (!ok && ranges != nullptr) {
-        for (int r = 0; r < p.mm_max; ++r) {
-            const int start = ranges[2 * r], end = ranges[2 * r + 1];
-            if (start < end && pos >= start && pos < end && j >= start && j < end) { ok = true; break; }
-        }
+// The keys query row i sees, worked out once per row (a key's test is then a few
+// compares, not a walk over the mm-prefix ranges per score: that walk, unrolled over a
+// lane's keys, cost CDNA's tiles kernels up to 70 SGPR spills). Both within the batch's
+// sequence; off = sk - sq: row i sits at key position pos = i + off (bottom-right
+// alignment). Causal: j <= pos + wr (callers pass wr = 0). Local: pos - wl <= j <= pos + wr,
+// wl and wr taken literally (the Rust side never passes -1 here). In either mode a query
+// at a position inside an mm-prefix range [start, end) also sees every key of that range:
+// the ranges holding pos all contain it, so together they are one range.
+// b: the keys the block looks at (none past the row's sequence), w: the window, m: the
+// mm-prefix keys.
+constexpr int kNoHigh = 0x7fffffff, kNoLow = -kNoHigh - 1;
+struct RowMask {
+    int blo, bend, wlo, wend, mlo, mend;   // [lo, end) each
+    __device__ __forceinline__ bool sees(int j) const { return j >= blo && j < bend && ((j >= wlo && j < wend) || (j >= mlo && j < mend)); }
+    // bit c: whether key j0 + c is seen (c < N): the three ranges' bits combined once,
+    // then one bit test per key (a key's three range tests, unrolled over a lane's keys,
+    // left CDNA's tiles kernels short of SGPRs for their lane masks)
+    template <int N>
+    __device__ __forceinline__ unsigned bits(int j0) const {
+        static_assert(N < 32, "a key per bit");
+        return range_bits<N>(j0, blo, bend) & (range_bits<N>(j0, wlo, wend) | range_bits<N>(j0, mlo, mend));
     }
-    return ok;
-}
+    template <int N>
+    __device__ __forceinline__ static unsigned range_bits(int j0, int lo, int end) {
+        const int a = lo <= j0 ? 0 : min(lo - j0, N), b = end <= j0 ? 0 : min(end - j0, N);
+        return b > a ? ((1u << b) - 1u) & ~((1u << a) - 1u) : 0u;
+    }
+};
 
 // A batch's query rows: their number, the first's index among all rows (unpadded lse),
 // and the offsets of q and o (varlen through the cumulative lengths, else padded).
@@ -176,15 +187,46 @@ struct Block {
         return true;
     }
 
-    // The score of query row i and key j (exp2 domain, -inf where masked) from q_i · k_j.
-    // Alibi as upstream's: +slope * j when causal (the same output as the form below, a
-    // softmax_lse shifted by slope * (i + off)), else -slope * |i + off - j|.
-    __device__ __forceinline__ float score(const Params& p, float s, int i, int j) const {
-        if (p.softcap_in > 0.f) s = tanhf(s * p.softcap_in);
-        s *= p.scale;
-        if (p.alibi != nullptr) s += mode == CAUSAL ? slope * (float)j : -slope * (float)abs(i + off - j);
-        const bool ok = i < sq && j < sk && j >= n_lo && j < n_hi && visible(p, mode, ranges, i, j, off);
-        return ok ? s * 1.4426950408889634f : -INFINITY;
+    // Which keys query row i sees (RowMask).
+    __device__ __forceinline__ RowMask row_mask(const Params& p, int i) const {
+        RowMask w{n_lo, i < sq ? min(sk, n_hi) : n_lo, kNoLow, kNoHigh, 0, 0};
+        if (mode == NO_MASK) return w;
+        const int pos = i + off;
+        w.wend = pos + p.wr + 1;
+        if (mode == LOCAL) w.wlo = pos - p.wl;
+        if (ranges != nullptr) {
+            w.mlo = kNoHigh;
+            w.mend = kNoLow;
+            for (int r = 0; r < p.mm_max; ++r) {
+                const int start = ranges[2 * r], end = ranges[2 * r + 1];
+                if (start < end && pos >= start && pos < end) {
+                    w.mlo = min(w.mlo, start);
+                    w.mend = max(w.mend, end);
+                }
+            }
+        }
+        return w;
+    }
+
+    // The scores of query row i and keys j0 .. j0+N-1 (exp2 domain, -inf where bit c of
+    // `seen` is clear) from q_i · k_j in sv, in place; each uniform choice taken once for
+    // the N keys. Alibi as upstream's: +slope * j when causal (the same output as the form
+    // below, a softmax_lse shifted by slope * (i + off)), else -slope * |i + off - j|.
+    template <int N>
+    __device__ __forceinline__ void scores(const Params& p, float (&sv)[N], unsigned seen, int i, int j0) const {
+        if (p.softcap_in > 0.f) {
+#pragma unroll
+            for (int c = 0; c < N; ++c) sv[c] = tanhf(sv[c] * p.softcap_in);
+        }
+        if (p.alibi != nullptr) {
+#pragma unroll
+            for (int c = 0; c < N; ++c) sv[c] = sv[c] * p.scale + (mode == CAUSAL ? slope * (float)(j0 + c) : -slope * (float)abs(i + off - j0 - c));
+        } else {
+#pragma unroll
+            for (int c = 0; c < N; ++c) sv[c] *= p.scale;
+        }
+#pragma unroll
+        for (int c = 0; c < N; ++c) sv[c] = (seen >> c) & 1u ? sv[c] * 1.4426950408889634f : -INFINITY;
     }
 
     // K and V rows n0 .. n0+BN into LDS at pitch KP (zeros past the sequence and past d);
@@ -278,6 +320,9 @@ __global__ void __launch_bounds__(THREADS) fwd_rows(Params p) {
         for (int t = 0; t < DT; ++t) acc[r][t] = 0.f;
     }
     const int key = lane % BN, part = lane / BN;
+    RowMask rmask[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) rmask[r] = blk.row_mask(p, m0 + warp * R + r);
 
     for (int n0 = (blk.n_lo / BN) * BN; n0 < blk.n_hi; n0 += BN) {
         __syncthreads();  // the previous tile's K/V (and, first time, sQ) are done with
@@ -296,7 +341,9 @@ __global__ void __launch_bounds__(THREADS) fwd_rows(Params p) {
             for (int c = 0; c < DPART; ++c) s += qrow[c] * to_f32(krow[c]);
 #pragma unroll
             for (int mask = BN; mask < WARP; mask <<= 1) s += shfl_xor(s, mask);
-            s = blk.score(p, s, i, j);
+            float sv[1] = {s};
+            blk.scores(p, sv, rmask[r].sees(j), i, j);
+            s = sv[0];
             // online softmax over the tile (BN distinct keys: reduce over the low lane bits)
             float tmax = s;
 #pragma unroll
@@ -417,6 +464,7 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
     // the softmax's state: LPR lanes own row rr of the group's 16 (KL keys each)
     const int rr = wsub * ROWS + lane / LPR, kq = lane % LPR, i = m0 + group * 16 + rr;
     float m_run = -INFINITY, l_run = 0.f;
+    const RowMask rmask = blk.row_mask(p, i);
 
     for (int n0 = (blk.n_lo / BN) * BN; n0 < blk.n_hi; n0 += BN) {
         __syncthreads();  // the previous tile's K/V and P are done with (first time: Q is in)
@@ -444,16 +492,16 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
         // (each row's scores are read, then its P written, by the same LPR lanes: the
         // shuffles between order them), the row's correction factor into rowf
         float sv[KL];
-        float tmax = -INFINITY;
 #pragma unroll
         for (int c = 0; c < KL; ++c) {
-            const int kk = kq * KL + c;
-            float s = 0.f;
+            sv[c] = 0.f;
 #pragma unroll
-            for (int w = 0; w < WSPLIT; ++w) s += S0[w * 16 * SP + rr * SP + kk];
-            sv[c] = blk.score(p, s, i, n0 + kk);
-            tmax = fmaxf(tmax, sv[c]);
+            for (int w = 0; w < WSPLIT; ++w) sv[c] += S0[w * 16 * SP + rr * SP + kq * KL + c];
         }
+        blk.scores(p, sv, rmask.template bits<KL>(n0 + kq * KL), i, n0 + kq * KL);
+        float tmax = -INFINITY;
+#pragma unroll
+        for (int c = 0; c < KL; ++c) tmax = fmaxf(tmax, sv[c]);
 #pragma unroll
         for (int mask = 1; mask < LPR; mask <<= 1) tmax = fmaxf(tmax, shfl_xor(tmax, mask));
         const float m_new = fmaxf(m_run, tmax);

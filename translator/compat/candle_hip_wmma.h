@@ -358,7 +358,13 @@ template <class P>
 __device__ __forceinline__ P* tile_pointer(P* p, int tile) {
 #if defined(CANDLE_WMMA_MFMA)
     if ((blockDim.x * blockDim.y * blockDim.z) % kWave != 0) __builtin_trap();  // a partial wavefront: see above
-    return reinterpret_cast<P*>(__shfl(reinterpret_cast<unsigned long long>(p), tile * kLanes, kWave));
+    // as an offset from this lane's own pointer: the result stays derived from `p`, so the
+    // compiler keeps its address space (an LDS tile is read with ds_read; a pointer made
+    // from the shuffled integer was generic: flat loads, 64-bit addresses in VGPRs)
+    const long long own = static_cast<long long>(reinterpret_cast<uintptr_t>(p));
+    const long long theirs = __shfl(own, tile * kLanes, kWave);
+    using Byte = typename std::conditional<std::is_const<P>::value, const char, char>::type;
+    return reinterpret_cast<P*>(reinterpret_cast<Byte*>(p) + (theirs - own));
 #else
     (void)tile;
     return p;

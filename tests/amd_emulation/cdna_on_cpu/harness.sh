@@ -1,5 +1,18 @@
 # tests/amd_emulation/cdna_on_cpu/harness.sh: sourced by the suites that run generated kernels
-# in this emulation through their launchers (../mmq_wave64/run.sh, ../moe_wave64/run.sh).
+# in this emulation through their launchers (../mmq_wave64/run.sh, ../moe_wave64/run.sh,
+# ../fa_wave64/run.sh).
+#
+# `emu_suite_setup [BUILD_DIR]` (the suite's own arguments; `here` is its folder): sets
+#   root (the repository), gen (generated/kernels), emu (this folder) and build (BUILD_DIR,
+#   else a temporary folder removed at exit), with build/rewritten made.
+emu_suite_setup() {
+    root=$(cd "$here/../../.." && pwd)
+    gen="$root/generated/kernels"
+    emu="$here/../cdna_on_cpu"
+    build=${1:-$(mktemp -d)}
+    mkdir -p "$build/rewritten"
+    [ $# -ge 1 ] || trap 'rm -rf "$build"' EXIT
+}
 #
 # `emu_rewrite_launches SRC OUT`: SRC with its launch syntax rewritten for the emulator
 #   k<<<grid, block, shmem, stream>>>(args);  ->  emu_launch_kernel(grid, block, shmem, stream, k, args);

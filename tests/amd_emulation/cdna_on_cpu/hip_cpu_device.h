@@ -16,13 +16,14 @@
 //     __shfl / __shfl_xor / __shfl_up / __shfl_down (HIP's lane arithmetic,
 //     widths 1..64, over the 64-lane wavefront), the atomics the compat
 //     headers name, __popc;
-//   - __float_as_uint and the other bit casts, rsqrtf, normcdff / normcdf;
+//   - __float_as_uint and the other bit casts, rsqrtf, normcdff / normcdf, HIP's
+//     integer min / max;
 //   - __half / __half2 (IEEE binary16, every operation rounded to nearest
 //     even, subnormals and overflow included) and the intrinsics on them;
-//   - int2/int4/float2/float4/uint2/char4 and make_* (8/16-byte int2/int4
+//   - int2/int4/uint4/float2/float4/uint2/char4 and make_* (8/16-byte int2/int4/uint4
 //     copies count misaligned addresses: emu_misaligned_vector_accesses);
 //   - the host API names the launchers use (hipStream_t, hipGetDevice,
-//     hipFuncSetAttribute, hipMemsetAsync, hipMallocAsync, hipFreeAsync,
+//     hipFuncSetAttribute, hipMemsetAsync, hipMallocAsync, hipFreeAsync, hipGetLastError,
 //     hipLaunchKernelGGL) and emu_launch_kernel, which the
 //     launch syntax `k<<<grid, block, shmem, stream>>>(args)` is rewritten to
 //     (run.sh does that textual rewrite on a copy of the launcher files).
@@ -498,6 +499,21 @@ struct int4 {
 struct uint2 {
     unsigned int x, y;
 };
+struct uint4 {
+    unsigned int x, y, z, w;
+    uint4() = default;
+    uint4(unsigned x_, unsigned y_, unsigned z_, unsigned w_) : x(x_), y(y_), z(z_), w(w_) {}
+    uint4(const uint4&) = default;
+    uint4& operator=(const uint4& o) {
+        emu_check_align(this, 16);
+        emu_check_align(&o, 16);
+        x = o.x;
+        y = o.y;
+        z = o.z;
+        w = o.w;
+        return *this;
+    }
+};
 struct char4 {
     signed char x, y, z, w;
 };
@@ -505,6 +521,16 @@ inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 inline int2 make_int2(int x, int y) { return int2(x, y); }
 inline int4 make_int4(int x, int y, int z, int w) { return int4(x, y, z, w); }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4(x, y, z, w); }
+
+// HIP's integer min / max (device functions of hip_runtime.h; the compat headers' own
+// overloads are named candle_min / candle_max)
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
 inline char4 make_char4(signed char x, signed char y, signed char z, signed char w) { return {x, y, z, w}; }
 inline float2 __half22float2(__half2 a) { return {float(a.x), float(a.y)}; }
 inline __half2 __float22half2_rn(float2 a) { return {__half(a.x), __half(a.y)}; }
@@ -515,6 +541,7 @@ inline __half2 __float22half2_rn(float2 a) { return {__half(a.x), __half(a.y)}; 
 typedef void* hipStream_t;
 enum hipError_t { hipSuccess = 0 };
 enum hipFuncAttribute { hipFuncAttributeMaxDynamicSharedMemorySize = 8 };
+inline hipError_t hipGetLastError() { return hipSuccess; }
 inline hipError_t hipGetDevice(int* dev) {
     *dev = 0;
     return hipSuccess;

@@ -38,6 +38,7 @@
 // below the O(1) of any misplaced element, lane or scale; outputs the kernel
 // did not write (left NaN) or writes outside dst fail too.
 #include "hip_cpu_device.h"
+#include "suite.h"
 #include "mfma_cpu.h"
 #include "mmq_config_api.h"
 
@@ -50,12 +51,6 @@ emu_mmq_api emu_api_cdna2_dp4a();
 void run_mfma_selftests(int* passed, int* failed);
 
 namespace {
-
-int g_passed = 0, g_failed = 0;
-void check(bool ok, const std::string& what) {
-    if (!ok) printf("  FAILED  %s\n", what.c_str());
-    ++(ok ? g_passed : g_failed);
-}
 
 // ---------------------------------------------------------------------------
 // Deterministic random numbers
@@ -611,6 +606,5 @@ int main() {
     check(misaligned == 0, "every 8/16-byte vector access is aligned");
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     printf("%llu launches in %.1f s\n", static_cast<unsigned long long>(emu_launches), secs);
-    printf("%d passed, %d failed\n", g_passed, g_failed);
-    return g_failed ? 1 : 0;
+    return emu_summary();
 }

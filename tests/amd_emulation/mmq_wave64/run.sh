@@ -5,14 +5,9 @@
 # Prints the results table and "N passed, M failed"; exits non-zero on failure.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../.." && pwd)
-gen="$root/generated/kernels"
-emu="$here/../cdna_on_cpu"  # the HIP device environment on the CPU
-build=${1:-$(mktemp -d)}
-mkdir -p "$build/rewritten"
-[ $# -ge 1 ] || trap 'rm -rf "$build"' EXIT
 # shellcheck source=tests/amd_emulation/cdna_on_cpu/harness.sh
-source "$emu/harness.sh"
+source "$here/../cdna_on_cpu/harness.sh"  # the HIP device environment on the CPU
+emu_suite_setup "$@"
 
 # The launcher files with only their launch syntax rewritten for the emulator (every one
 # launches something). The headers they include are used unchanged from generated/.

@@ -29,6 +29,7 @@
 #include "hip_cpu_device.h"
 #include "mfma_cpu.h"
 #include "moe_config_api.h"
+#include "suite.h"
 
 #include <algorithm>
 #include <cmath>
@@ -39,17 +40,6 @@
 
 namespace {
 
-int g_passed = 0, g_failed = 0;
-void check(bool ok, const std::string& what) {
-    if (!ok) printf("  FAILED  %s\n", what.c_str());
-    ++(ok ? g_passed : g_failed);
-}
-
-uint16_t bf16_bits(double v) {  // round to nearest even (finite values)
-    uint32_t u = emu_f32_bits(static_cast<float>(v));
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return static_cast<uint16_t>(u >> 16);
-}
 uint16_t f16_bits(double v) { return __half(static_cast<float>(v)).bits; }
 
 struct routing {
@@ -187,6 +177,5 @@ int main() {
     for (bool bf16 : {false, true})
         for (int t : {0, 1, 5}) case_gguf(apis, n, bf16, t);
     printf("%llu launches\n", static_cast<unsigned long long>(emu_launches));
-    printf("%d passed, %d failed\n", g_passed, g_failed);
-    return g_failed == 0 ? 0 : 1;
+    return emu_summary();
 }

@@ -24,6 +24,7 @@
 //     for blocks of several warps; the rule makes one wavefront need none.)
 #include "hip_cpu_device.h"
 #include "mfma_cpu.h"  // v_dot4, which candle_dp4a of the compat prelude names
+#include "suite.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -56,12 +57,6 @@ namespace wave32 {
 }
 
 namespace {
-
-int g_passed = 0, g_failed = 0;
-void check(bool ok, const std::string& what) {
-    if (!ok) printf("  FAILED  %s\n", what.c_str());
-    ++(ok ? g_passed : g_failed);
-}
 
 template <class T> double to_f64(T v) { return static_cast<double>(static_cast<float>(v)); }
 template <class T> T from_f64(double v) { return static_cast<T>(static_cast<float>(v)); }
@@ -207,6 +202,5 @@ int main() {
     }
     printf("the wave64 and wave32 results differ by at most %.2e of the largest output (the order of the sums)\n", worst);
     control();
-    printf("%d passed, %d failed\n", g_passed, g_failed);
-    return g_failed == 0 ? 0 : 1;
+    return emu_summary();
 }
