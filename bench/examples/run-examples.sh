@@ -28,6 +28,13 @@
 # written to OUT_DIR/examples-flash-attn-h100.tsv; Dao's kernels for the stock build are
 # compiled first (bench/flash-attn/build-dao.sh, the units DAO_UNITS names, default the
 # made-up Llama's head dim 64), and the CPU reference runs without --use-flash-attn.
+# SET=multiprocess (two GPUs or more): the cases of bench/examples/cases-multiprocess.tsv
+# (llama_multiprocess: one process per GPU, all-reduce over NCCL through cudarc on the stock
+# side, over RCCL through hip-on-cuda on ours) with the same binaries, written to
+# OUT_DIR/examples-multiprocess-h100.tsv; NVIDIA's NCCL found as hip-on-cuda/find-nccl.sh
+# finds it (the stock build links libnccl.so.2, its folder goes on LD_LIBRARY_PATH; the
+# forwarder loads it through HIP_ON_CUDA_NCCL), NCCL_NVLS_ENABLE=0. A case may name its CPU reference (column `cpu`: EXAMPLE
+# ARGS, run from the stock build with --cpu) and how its log is compared (column `cpu_param`).
 # Exit status: 0 when every case agrees, 1 otherwise (a missing model file, a failed run, a
 # disagreement: each said on its line).
 set -uo pipefail
@@ -37,17 +44,32 @@ out=$(realpath -m "$1")
 since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }'; }
 set_name=${SET:-parity}
 case $set_name in
-  parity) cases_file=bench/examples/cases.tsv tsv_name=examples-h100.tsv features="" ;;
-  flash-attn) cases_file=bench/examples/cases-flash-attn.tsv tsv_name=examples-flash-attn-h100.tsv features=",flash-attn" ;;
-  *) echo "error: SET=$set_name: parity or flash-attn" >&2; exit 2 ;;
+  parity) cases_file=bench/examples/cases.tsv tsv_name=examples-h100.tsv cuda_features=cuda rocm_features=rocm ;;
+  flash-attn) cases_file=bench/examples/cases-flash-attn.tsv tsv_name=examples-flash-attn-h100.tsv cuda_features=cuda,flash-attn rocm_features=rocm,flash-attn ;;
+  multiprocess) cases_file=bench/examples/cases-multiprocess.tsv tsv_name=examples-multiprocess-h100.tsv cuda_features=cuda,flash-attn,nccl rocm_features=rocm,flash-attn,rccl ;;
+  *) echo "error: SET=$set_name: parity, flash-attn or multiprocess" >&2; exit 2 ;;
 esac
-setup_bin=device-carry/examples-$set_name
+program=examples-$set_name
+[[ $set_name == multiprocess ]] && program=examples-flash-attn
+setup_bin=device-carry/$program
 setup_required="make-models"
-setup_build="cargo xtask gpu-program examples-$set_name"
+setup_build="cargo xtask gpu-program $program"
 # shellcheck source=bench/backend/setup.sh
 source bench/backend/setup.sh
 mkdir -p "$out/logs"
-if [[ $set_name == flash-attn ]]; then
+if [[ $set_name == multiprocess ]]; then
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  (( gpus >= 2 )) || { echo "error: SET=multiprocess runs one process per GPU: it needs two NVIDIA GPUs or more, this machine has $gpus" >&2; exit 2; }
+  # shellcheck source=hip-on-cuda/find-nccl.sh
+  source hip-on-cuda/find-nccl.sh
+  find_nccl "$cuda_libs"
+  [[ -n $nccl ]] || { echo "error: SET=multiprocess needs NVIDIA's NCCL (libnccl.so.2), found $nccl_from; set HIP_ON_CUDA_NCCL=PATH" >&2; exit 2; }
+  echo "nccl: $nccl (from $nccl_from; the stock build links libnccl.so.2, the forwarder loads HIP_ON_CUDA_NCCL)"
+  base_ld="$(dirname "$nccl"):$base_ld"
+  cuda_env=(env LD_LIBRARY_PATH="$base_ld" NCCL_NVLS_ENABLE=0)
+  rocm_env=(env LD_LIBRARY_PATH="$bin/lib:$kernels:$base_ld" CANDLE_ROCM_CODE_OBJECTS_DIR="$kernels" HIP_ON_CUDA_NCCL="$nccl" NCCL_NVLS_ENABLE=0)
+fi
+if [[ $set_name != parity ]]; then
   dao=$scratch/dao-build
   if [[ ! -f $dao/libflashattention.so ]]; then
     start=$(date +%s.%N)
@@ -55,7 +77,7 @@ if [[ $set_name == flash-attn ]]; then
       || { tail -20 "$out/logs/build-dao.log"; echo "error: build-dao.sh failed"; exit 1; }
     echo "Dao's kernels built in $(since "$start") s"
   fi
-  cuda_env=(env LD_LIBRARY_PATH="$dao:$base_ld")
+  cuda_env=("${cuda_env[@]}" LD_LIBRARY_PATH="$dao:$base_ld")
 fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
 
@@ -80,7 +102,7 @@ models=$(realpath "$models")
 tsv=$out/$tsv_name
 {
   echo "# gpu: $gpu"
-  echo "# CUDA: stock crates.io candle-examples 0.11.1 --features cuda$features; ROCm: generated/candle-examples --features rocm$features through hip-on-cuda (kernels: nvcc $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+  echo "# CUDA: stock crates.io candle-examples 0.11.1 --features $cuda_features (llama_multiprocess with regen's upstream repairs, rule upstream-repairs); ROCm: generated/candle-examples --features $rocm_features through hip-on-cuda (kernels: nvcc $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
   echo "# runs: each GPU side twice, the second measured (the first JIT-compiles the CUDA build's PTX); cpu: the stock build with --cpu, the reference both GPU sides are also compared with; repeatable: run 1 and run 2 of each GPU side agree"
   printf 'case\texample\tmodel\tdtype\tagree\tagreement\tcuda\trocm\tunit\tcuda_wall_s\trocm_wall_s\tcuda_vs_cpu\trocm_vs_cpu\trepeatable\n'
 } >"$tsv"
@@ -95,7 +117,7 @@ compare() {
 }
 
 status=0
-while IFS=$'\t' read -r case example model dtype kind param files args; do
+while IFS=$'\t' read -r case example model dtype kind param files args cpu cpu_param; do
   [[ $case == \#* || $case == case || -z $case ]] && continue
   [[ -n ${CASES:-} && " $CASES " != *" $case "* ]] && continue
   # every made-up file the case reads must be there: an example given a missing path says
@@ -108,12 +130,23 @@ while IFS=$'\t' read -r case example model dtype kind param files args; do
     printf '%s\t%s\t%s\t%s\tno\tmissing model files: %s\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\n' "$case" "$example" "$model" "$dtype" "${missing[*]}" >>"$tsv"
     status=1; continue
   fi
-  read -r -a argv <<<"$args"
-  for i in "${!argv[@]}"; do
-    a=${argv[$i]//\{M\}/$models}
-    if [[ $a =~ ^\{P([0-9]+)\}$ ]]; then a=$("$bin/make-models" prompt "${BASH_REMATCH[1]}"); fi
-    argv[i]=$a
-  done
+  # `expand ARGS`: the case's arguments in `argv`, {M} the models' folder, {PN} the N-word prompt
+  expand() {
+    read -r -a argv <<<"$1"
+    for i in "${!argv[@]}"; do
+      a=${argv[$i]//\{M\}/$models}
+      if [[ $a =~ ^\{P([0-9]+)\}$ ]]; then a=$("$bin/make-models" prompt "${BASH_REMATCH[1]}"); fi
+      argv[i]=$a
+    done
+  }
+  cpu_example=$example
+  if [[ -n ${cpu:-} ]]; then
+    expand "${cpu#* }"
+    cpu_argv=("${argv[@]}")
+    cpu_example=${cpu%% *}
+  fi
+  expand "$args"
+  [[ -n ${cpu:-} ]] || cpu_argv=("${argv[@]}")
   declare -A wall=()
   failed=""
   for run in cuda.1 rocm.1 cuda.2 rocm.2 cpu.1; do
@@ -122,13 +155,15 @@ while IFS=$'\t' read -r case example model dtype kind param files args; do
     case $side in
       cuda) envs=("${cuda_env[@]}"); exe=$bin/cuda/$example ;;
       rocm) envs=("${rocm_env[@]}"); exe=$bin/rocm/$example ;;
-      cpu) envs=("${cuda_env[@]}"); exe=$bin/cuda/$example; extra=(--cpu) ;;
+      cpu) envs=("${cuda_env[@]}"); exe=$bin/cuda/$cpu_example; extra=(--cpu) ;;
     esac
     run_argv=("${argv[@]}")
     if [[ $side == cpu ]]; then
       run_argv=()
-      for a in "${argv[@]}"; do [[ $a == --use-flash-attn ]] || run_argv+=("$a"); done
+      for a in "${cpu_argv[@]}"; do [[ $a == --use-flash-attn ]] || run_argv+=("$a"); done
     fi
+    # a rank-0 id file left by an earlier run makes llama_multiprocess refuse to start
+    for i in "${!run_argv[@]}"; do [[ ${run_argv[$i]} == --comm-file ]] && rm -f "${run_argv[$((i + 1))]}"; done
     log=$out/logs/$case.$run.log
     start=$(date +%s.%N)
     "${envs[@]}" HF_HOME="$models/hf-home" "$exe" "${run_argv[@]}" "${extra[@]}" </dev/null >"$log" 2>&1
@@ -143,8 +178,8 @@ while IFS=$'\t' read -r case example model dtype kind param files args; do
   L=$out/logs/$case
   result=$(compare "$kind" "$param" "$L.cuda.2.log" "$L.rocm.2.log")
   [[ $(cut -f1 <<<"$result") == yes ]] || status=1
-  cuda_cpu=$(compare "$kind" "$param" "$L.cpu.1.log" "$L.cuda.2.log" | cut -f2)
-  rocm_cpu=$(compare "$kind" "$param" "$L.cpu.1.log" "$L.rocm.2.log" | cut -f2)
+  cuda_cpu=$(compare "$kind" "${cpu_param:-$param}" "$L.cpu.1.log" "$L.cuda.2.log" | cut -f2)
+  rocm_cpu=$(compare "$kind" "${cpu_param:-$param}" "$L.cpu.1.log" "$L.rocm.2.log" | cut -f2)
   repeat=$(for side in cuda rocm; do echo "$side $(compare "$kind" "$param" "$L.$side.1.log" "$L.$side.2.log" | cut -f1)"; done | paste -sd, -)
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$example" "$model" "$dtype" "$result" "${wall[cuda]}" "${wall[rocm]}" "$cuda_cpu" "$rocm_cpu" "$repeat" >>"$tsv"
   echo "$case: $(cut -f1,2 <<<"$result" | tr '\t' ' ') | cuda $(cut -f3 <<<"$result") rocm $(cut -f4 <<<"$result") $(cut -f5 <<<"$result") | wall cuda ${wall[cuda]} s, rocm ${wall[rocm]} s | vs cpu: cuda: $cuda_cpu; rocm: $rocm_cpu | repeatable: $repeat"

@@ -53,6 +53,10 @@ const EXAMPLES_FLASH_ATTN: (&str, &str) = (
     "examples-flash-attn-h100.tsv",
     "the GPU machine: SET=flash-attn bench/examples/run-examples.sh (built by cargo xtask gpu-program examples-flash-attn)",
 );
+const EXAMPLES_MULTIPROCESS: (&str, &str) = (
+    "examples-multiprocess-h100.tsv",
+    "a two-GPU machine: SET=multiprocess bench/examples/run-examples.sh (built by cargo xtask gpu-program examples-flash-attn)",
+);
 
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
     let root = workspace_root();
@@ -114,6 +118,18 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
             "`bench/examples/cases-flash-attn.tsv` (the CPU reference without `--use-flash-attn`)",
         )?,
         None => writeln!(md, "Not measured yet ({}).\n", EXAMPLES_FLASH_ATTN.1)?,
+    }
+    md.push_str("### Two GPUs: llama_multiprocess\n\n");
+    match load(EXAMPLES_MULTIPROCESS.0)? {
+        Some(t) => examples_section(
+            &mut md,
+            &t,
+            EXAMPLES_MULTIPROCESS,
+            "`--features cuda,flash-attn,nccl`: NCCL, Dao's kernels",
+            "`--features rocm,flash-attn,rccl`: RCCL, our run_mha",
+            "`bench/examples/cases-multiprocess.tsv` (the CPU reference: the one-process llama example on the same weights)",
+        )?,
+        None => writeln!(md, "Not measured yet ({}).\n", EXAMPLES_MULTIPROCESS.1)?,
     }
     super::numerics::section(&mut md, &results)?;
     super::collectives::section(&mut md, &results)?;
@@ -262,7 +278,7 @@ fn backend_section(md: &mut String, t: &Table) -> Result<Vec<(String, f64)>> {
 /// ran. speed ratio = ROCm speed / CUDA speed (>= 1: ours at least as fast): tokens/s as
 /// they are, ms inverted, and the process wall time where the example reports no speed.
 fn examples_section(md: &mut String, t: &Table, (file, command): (&str, &str), cuda: &str, rocm: &str, cases: &str) -> Result<()> {
-    writeln!(md, "From `bench/results/{file}`, written by {command}. Unchanged candle-examples 0.11.1 programs, built once with stock crates.io Candle ({cuda}) and once from `generated/candle-examples` ({rocm}, run through hip-on-cuda), on the same made-up models (seeded random weights, `bench/examples/make-models`), same arguments, greedy decoding; cases in {cases}. speed ratio = ROCm speed / CUDA speed (tokens/s, or time per forward pass inverted; the process wall time where the example prints no speed). CPU vs CUDA / CPU vs ROCm: each GPU run against the stock build on Candle's CPU backend (`--cpu`), the same check; repeatable: two runs of one side agree.\n")?;
+    writeln!(md, "From `bench/results/{file}`, written by {command}. candle-examples 0.11.1 programs as published (but for regen's upstream repairs, the same on both sides: `llama_multiprocess`), built once with stock crates.io Candle ({cuda}) and once from `generated/candle-examples` ({rocm}, run through hip-on-cuda), on the same made-up models (seeded random weights, `bench/examples/make-models`), same arguments, greedy decoding; cases in {cases}. speed ratio = ROCm speed / CUDA speed (tokens/s, or time per forward pass inverted; the process wall time where the example prints no speed). CPU vs CUDA / CPU vs ROCm: each GPU run against the stock build on Candle's CPU backend (`--cpu`), the same check; repeatable: two runs of one side agree.\n")?;
     notes(md, t)?;
     let col = |n: &str| t.column(n);
     let (case, example, model, dtype, agree, agreement, unit) =

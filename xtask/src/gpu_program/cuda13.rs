@@ -39,12 +39,14 @@ const WHEELS: [&str; 5] = [
 const CUDARC: (&str, &str) = ("cudarc", "0.19.10");
 
 /// Stub libraries: (library name, cudarc's `sys` module, CUDA 13's soname).
-const STUBS: [(&str, &str, &str); 5] = [
+const STUBS: [(&str, &str, &str); 6] = [
     ("cuda", "driver", "libcuda.so.1"),
     ("cublas", "cublas", "libcublas.so.13"),
     ("cublasLt", "cublaslt", "libcublasLt.so.13"),
     ("curand", "curand", "libcurand.so.10"),
     ("nvrtc", "nvrtc", "libnvrtc.so.13"),
+    // candle-core's cudarc links dynamically: feature nccl (llama_multiprocess) links NCCL
+    ("nccl", "nccl", "libnccl.so.2"),
 ];
 
 pub struct Cuda13 {

@@ -218,12 +218,22 @@ fn build_cuda(root: &Path, out: &Path, build: &CudaBuild) -> Result<()> {
 
 /// A crates.io package copied out of the registry into target/examples-parity/cuda-src
 /// (the registry is never written). The copy sits under this repository's workspace
-/// root: a `[workspace]` of its own keeps cargo from taking it as a member (the only
-/// change; sources and Cargo.lock as published).
+/// root: a `[workspace]` of its own keeps cargo from taking it as a member. Its files
+/// that regen repairs (rule `upstream-repairs`: code that does not compile against what
+/// the release pins, such as candle-examples' llama_multiprocess) get the same repairs,
+/// printed with prettyplease; everything else, and Cargo.lock, as published.
 fn registry_copy(root: &Path, name: &str, version: &str) -> Result<PathBuf> {
     let crate_dir = format!("{name}-{version}");
     let src = root.join("target/examples-parity/cuda-src").join(&crate_dir);
-    if src.join(".copied").is_file() {
+    let repaired = translator::backend::upstream_repairs::repaired_files(name);
+    // the rows themselves: a copy made under other rows is made again
+    let rows: Vec<String> = translator::backend::mapping::UPSTREAM_REPAIRS
+        .iter()
+        .filter(|r| r.krate == name)
+        .map(|r| format!("{}: {} -> {}", r.file, r.upstream, r.with))
+        .collect();
+    let marker = format!("repaired (rule upstream-repairs):\n{}\n", rows.join("\n"));
+    if std::fs::read_to_string(src.join(".copied")).is_ok_and(|m| m == marker) {
         return Ok(src);
     }
     let registry = crate::regen::upstream::registry_dir(name, version)
@@ -237,7 +247,16 @@ fn registry_copy(root: &Path, name: &str, version: &str) -> Result<PathBuf> {
     let mut text = std::fs::read_to_string(&manifest)?;
     text.push_str("\n[workspace]\n");
     std::fs::write(&manifest, text)?;
-    std::fs::write(src.join(".copied"), "")?;
+    for file in &repaired {
+        let path = src.join(file);
+        let source = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let text = translator::backend::upstream_repairs::repair_file(name, file, &source)
+            .map_err(|e| anyhow::anyhow!("{crate_dir}: {e}"))?
+            .expect("a file with repairs");
+        std::fs::write(&path, text)?;
+        eprintln!("== {crate_dir}/{file}: repaired as regen repairs it (rule upstream-repairs)");
+    }
+    std::fs::write(src.join(".copied"), marker)?;
     Ok(src)
 }
 

@@ -216,15 +216,16 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "examples-flash-attn",
-        about: "the unchanged candle-examples 0.11.1 llama example with feature flash-attn on both sides (stock: Dao's \
-                kernels compiled there by bench/flash-attn/build-dao.sh; ours: generated/candle-flash-attn), and the made-up \
-                models' maker; run by bench/examples/run-examples.sh with SET=flash-attn",
+        about: "candle-examples 0.11.1's llama and llama_multiprocess with feature flash-attn on both sides (stock: Dao's \
+                kernels compiled there by bench/flash-attn/build-dao.sh, NCCL through cudarc, llama_multiprocess with \
+                regen's upstream repairs; ours: generated/candle-flash-attn, RCCL), and the made-up models' maker; run by \
+                bench/examples/run-examples.sh with SET=flash-attn (one GPU) and SET=multiprocess (two)",
         out: "device-carry/examples-flash-attn",
-        rocm: &[examples_rocm(&["rocm", "flash-attn"], &["llama"])],
+        rocm: &[examples_rocm(&["rocm", "flash-attn", "rccl"], &["llama", "llama_multiprocess"])],
         cuda: Some(CudaBuild {
             source: CudaSource::Registry { name: "candle-examples", version: "0.11.1" },
-            features: &["cuda", "flash-attn"],
-            targets: Targets::Examples(&["llama"]),
+            features: &["cuda", "flash-attn", "nccl"],
+            targets: Targets::Examples(&["llama", "llama_multiprocess"]),
             target_dir: EXAMPLES_CUDA_TARGET,
             into: "cuda",
             dao_flash_attn: true,

@@ -3,7 +3,9 @@
 //! the unchanged examples print:
 //!
 //! - `tokens`: the generated words (`t0000`.. and the special words; see tokenizer.rs), in
-//!   order; agreement = identical sequences (the first `skip` words are the echoed prompt).
+//!   order; agreement = identical sequences (the first `skip` words of each run are the echoed
+//!   prompt: `A:B` when only the first run echoes it, as the one-process `llama` on the CPU
+//!   beside `llama_multiprocess`, which prints the generated words only).
 //! - `tensor`: the first tensor the example prints (candle's Display: 4 decimals); agreement
 //!   = same shape and every value within `atol` (the printed rounding, 5e-5 a side, plus
 //!   the dtype's own tolerance).
@@ -44,9 +46,19 @@ fn words(text: &str) -> Vec<String> {
     out
 }
 
-pub fn tokens(cuda: &str, rocm: &str, skip: usize) -> Result<Outcome> {
+/// `SKIP` (both runs) or `A:B` (A words of the first run, B of the second).
+pub fn skips(param: Option<&str>) -> Result<(usize, usize)> {
+    let Some(p) = param else { return Ok((0, 0)) };
+    let parse = |s: &str| s.parse::<usize>().with_context(|| format!("SKIP {p:?}: a number or A:B"));
+    match p.split_once(':') {
+        Some((a, b)) => Ok((parse(a)?, parse(b)?)),
+        None => parse(p).map(|n| (n, n)),
+    }
+}
+
+pub fn tokens(cuda: &str, rocm: &str, (skip_a, skip_b): (usize, usize)) -> Result<Outcome> {
     let (c, r) = (words(cuda), words(rocm));
-    let (c, r) = (&c[skip.min(c.len())..], &r[skip.min(r.len())..]);
+    let (c, r) = (&c[skip_a.min(c.len())..], &r[skip_b.min(r.len())..]);
     if c.is_empty() {
         bail!("the first run generated no word");
     }

@@ -4,7 +4,7 @@
 //!   make-models models DIR [SEED]     writes every model, the tokenizer and the image into DIR
 //!   make-models prompt N              prints the N-word prompt the runs use
 //!   make-models compare KIND CUDA_LOG ROCM_LOG [SKIP|ATOL]
-//!       KIND tokens (SKIP: words of the echoed prompt), tensor or top5 (ATOL); prints one
+//!       KIND tokens (SKIP: words of the echoed prompt, or A:B), tensor or top5 (ATOL); prints one
 //!       TSV fragment: agree (yes/no), agreement, cuda speed, rocm speed, unit; exits 0
 //!       when the runs agree, 3 when they do not.
 
@@ -86,7 +86,7 @@ fn main() -> Result<()> {
             let (c, r) = (read(cuda_log)?, read(rocm_log)?);
             let param = rest.first().copied();
             let outcome = match *kind {
-                "tokens" => compare::tokens(&c, &r, param.map_or(Ok(0), str::parse)?)?,
+                "tokens" => compare::tokens(&c, &r, compare::skips(param)?)?,
                 "tensor" => compare::tensor(&c, &r, param.map_or(Ok(1e-3), str::parse)?)?,
                 "top5" => compare::top5(&c, &r, param.map_or(Ok(0.02), str::parse)?)?,
                 k => bail!("unknown KIND {k:?}: tokens, tensor or top5"),
@@ -107,6 +107,6 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-        _ => bail!("usage: make-models models DIR [SEED] | prompt N | compare tokens|tensor|top5 CUDA_LOG ROCM_LOG [SKIP|ATOL]"),
+        _ => bail!("usage: make-models models DIR [SEED] | prompt N | compare tokens|tensor|top5 CUDA_LOG ROCM_LOG [SKIP|A:B|ATOL]"),
     }
 }

@@ -108,16 +108,44 @@ pub fn qwen3(dir: &Path, seed: u64) -> Result<()> {
         Ok(())
     })?;
     let st = candle_core::safetensors::load(dir.join("model.safetensors"), &Device::Cpu)?;
-    let map: serde_json::Map<_, _> =
-        st.keys().map(|k| (k.clone(), json!("model.safetensors"))).collect();
+    let map = st.keys().map(|k| (k.clone(), "model.safetensors".to_string())).collect();
+    write_index(dir, map)?;
+    write_config(dir, &config)
+}
+
+/// `model.safetensors.index.json`: which file holds each tensor (as the hub's sharded
+/// checkpoints have it, read by candle_examples::hub_load_safetensors).
+fn write_index(dir: &Path, map: std::collections::BTreeMap<String, String>) -> Result<()> {
     let index = json!({ "metadata": {}, "weight_map": map });
     std::fs::write(dir.join("model.safetensors.index.json"), serde_json::to_string_pretty(&index)?)?;
-    write_config(dir, &config)
+    Ok(())
+}
+
+/// The tensors of `dir/model.safetensors` split over `n` files as a sharded hub checkpoint
+/// (`model-0000K-of-0000N.safetensors`, in name order), with their index.
+fn split_checkpoint(dir: &Path, n: usize) -> Result<()> {
+    let st = candle_core::safetensors::load(dir.join("model.safetensors"), &Device::Cpu)?;
+    let names: Vec<&String> = {
+        let mut names: Vec<&String> = st.keys().collect();
+        names.sort();
+        names
+    };
+    let per_file = names.len().div_ceil(n);
+    let mut map = std::collections::BTreeMap::new();
+    for (k, chunk) in names.chunks(per_file).enumerate() {
+        let file = format!("model-{:05}-of-{n:05}.safetensors", k + 1);
+        let part: std::collections::HashMap<String, Tensor> = chunk.iter().map(|name| ((*name).clone(), st[*name].clone())).collect();
+        candle_core::safetensors::save(&part, dir.join(&file))?;
+        map.extend(chunk.iter().map(|name| ((*name).clone(), file.clone())));
+    }
+    write_index(dir, map)
 }
 
 /// Llama (the `llama` example, read through the hub cache with `--which SmoLM2-135M`: one
 /// model.safetensors): 4 layers, hidden 512, 8 heads of 64, 4 KV heads (grouped-query
 /// attention), MLP 1536; run in F16 by the example, with or without `--use-flash-attn`.
+/// The same tensors also as a checkpoint sharded over two files with its index, which
+/// `llama_multiprocess` reads (each rank takes its slices of every tensor).
 pub fn llama(dir: &Path, seed: u64) -> Result<()> {
     let config = json!({
         "vocab_size": VOCAB_SIZE, "hidden_size": 512, "intermediate_size": 1536,
@@ -131,6 +159,7 @@ pub fn llama(dir: &Path, seed: u64) -> Result<()> {
         llama::Llama::load(vb, &cfg.into_config(false))?;
         Ok(())
     })?;
+    split_checkpoint(dir, 2)?;
     write_config(dir, &config)
 }
 
