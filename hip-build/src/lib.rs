@@ -22,6 +22,8 @@
 //!   waves per SIMD with a per-arch limits table; [`disassembly`] counts
 //!   instructions per kernel (`llvm-objdump -d`).
 //! * [`releases`] says which HIP releases are supported ([`releases::check_hip_version`]).
+//! * [`build_script`]: hipcc found with an install hint, its release checked, the
+//!   arches chosen (`CANDLE_ROCM_ARCHS`, detection, defaults), outputs up to date.
 //! * [`cache`] keeps compiled units for every build of the same sources
 //!   (`CANDLE_ROCM_KERNELS_CACHE`).
 //! * [`plan`] maps a kernel tree to jobs; [`kernel_names`] compares the kernels
@@ -46,6 +48,7 @@
 //! # Ok::<(), hip_build::HipBuildError>(())
 //! ```
 
+pub mod build_script;
 pub mod cache;
 pub mod code_object;
 mod compile;

@@ -9,8 +9,7 @@ use std::process::Command;
 
 use hip_build::{CompileJob, Hipcc, OutputKind};
 
-/// Every current AMD arch (hip-build's list: CDNA2/3/4, RDNA2/3/3.5/4), filtered to what hipcc supports.
-const DEFAULT_ARCHES: &[&str] = hip_build::CURRENT_ARCHES;
+/// The static library of launchers (the default).
 const STATIC_LIB: &str = "candle_rocm_kernels_static";
 /// The shared library of launchers (`CANDLE_ROCM_LAUNCHERS=shared`); its soname is `lib{SHARED_LIB}.so`.
 const SHARED_LIB: &str = "candle_rocm_launchers";
@@ -93,20 +92,9 @@ fn run() -> Result<()> {
     println!("cargo:rerun-if-changed={}", manifest.display());
     let static_library = static_library_patterns(&manifest)?;
 
-    let hipcc = Hipcc::locate().map_err(|e| {
-        format!(
-            "{e}\nthe `rocm` feature compiles Candle's kernels for AMD GPUs and needs hipcc (the HIP SDK):\n  \
-             install ROCm (https://rocm.docs.amd.com), or on Debian/Ubuntu `apt-get install hipcc`,\n  \
-             or point ROCM_PATH/HIP_PATH at an installation.\nbuilds without the `rocm` feature need no ROCm."
-        )
-    })?;
-    let version = hipcc.version().map_err(|e| e.to_string())?;
-    match hip_build::releases::check_hip_version(&version) {
-        Ok(hip_build::releases::Support::Tested) => {}
-        Ok(hip_build::releases::Support::Untested(note)) => println!("cargo:warning={note}"),
-        Err(e) => return Err(format!("{} ({}): {e}", hipcc.path().display(), version)),
-    }
-    let arches = choose_arches(&hipcc, &version)?;
+    let hipcc = hip_build::build_script::locate_hipcc("the `rocm` feature compiles Candle's kernels for AMD GPUs", "builds without the `rocm` feature need no ROCm")?;
+    let version = hip_build::build_script::check_version(&hipcc)?;
+    let arches = hip_build::build_script::choose_arches(&hipcc, &version)?;
 
     let ffi = kernels_dir.join("ffi.rs");
     let ffi_text = std::fs::read_to_string(&ffi).map_err(|e| format!("{}: {e}\nthe launcher declarations (`ffi.rs`, written by `cargo xtask regen`) are missing", ffi.display()))?;
@@ -134,7 +122,7 @@ fn run() -> Result<()> {
     let stamp_ok = std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp);
     let stale: Vec<CompileJob> = jobs
         .iter()
-        .filter(|j| !stamp_ok || !up_to_date(&j.output))
+        .filter(|j| !stamp_ok || !hip_build::build_script::up_to_date(&j.output))
         .cloned()
         .collect();
     // CANDLE_ROCM_KERNELS_CACHE: units compiled by another build of the same sources
@@ -229,92 +217,6 @@ fn watch(dir: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// CANDLE_ROCM_ARCHS, else the GPUs `rocm_agent_enumerator`/`amdgpu-arch` report, else the defaults hipcc supports.
-fn choose_arches(hipcc: &Hipcc, version: &str) -> Result<Vec<String>> {
-    let (arches, from) = if let Some(a) = hip_build::arches_from_env() {
-        (a, "CANDLE_ROCM_ARCHS")
-    } else if let Some(a) = detect("rocm_agent_enumerator").or_else(|| detect("amdgpu-arch")) {
-        (a, "the GPUs of this machine")
-    } else {
-        let (ok, dropped): (Vec<String>, Vec<String>) = DEFAULT_ARCHES
-            .iter()
-            .map(|a| a.to_string())
-            .partition(|a| hipcc.check_arch(a).is_ok());
-        println!("cargo:warning=CANDLE_ROCM_ARCHS is not set and no AMD GPU was detected: compiling for the default arches {}", ok.join(","));
-        if !dropped.is_empty() {
-            println!(
-                "cargo:warning={} left out: {} does not support them",
-                dropped.join(","),
-                hipcc.path().display()
-            );
-        }
-        if ok.is_empty() {
-            return Err(format!(
-                "{} supports none of the default arches {}: set CANDLE_ROCM_ARCHS",
-                hipcc.path().display(),
-                DEFAULT_ARCHES.join(",")
-            ));
-        }
-        return Ok(ok);
-    };
-    for arch in &arches {
-        if let Err(e) = hipcc.check_arch(arch) {
-            let has: Vec<&str> = DEFAULT_ARCHES
-                .iter()
-                .copied()
-                .filter(|a| hipcc.check_arch(a).is_ok())
-                .collect();
-            return Err(format!(
-                "{arch} (from {from}) is not an arch of hipcc {version} ({}): {e}\n\
-                 of the current AMD arches it supports: {}\n\
-                 set CANDLE_ROCM_ARCHS to those, or use a newer ROCm",
-                hipcc.path().display(),
-                if has.is_empty() { "none".to_string() } else { has.join(",") }
-            ));
-        }
-    }
-    Ok(arches)
-}
-
-/// The distinct gfx arches a detection tool prints (gfx000, the CPU agent, dropped); None if it fails or finds none.
-/// The tool is looked for in ROCm's directories (`$ROCM_PATH`, else `/opt/rocm`:
-/// `bin`, and `llvm/bin`, where ROCm 7 keeps `amdgpu-arch`), then on PATH.
-fn detect(tool: &str) -> Option<Vec<String>> {
-    let rocm = std::env::var("ROCM_PATH").unwrap_or_else(|_| "/opt/rocm".into());
-    let program = [format!("{rocm}/bin"), format!("{rocm}/llvm/bin")]
-        .iter()
-        .map(|d| Path::new(d).join(tool))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from(tool));
-    let out = Command::new(program)
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let mut arches: Vec<String> = Vec::new();
-    for arch in String::from_utf8_lossy(&out.stdout).split_whitespace() {
-        if arch.starts_with("gfx") && arch != "gfx000" && !arches.iter().any(|a| a == arch) {
-            arches.push(arch.to_string());
-        }
-    }
-    (out.status.success() && !arches.is_empty()).then_some(arches)
-}
-
-/// Whether `output` exists and is newer than everything in the depfile hip-build wrote beside it.
-fn up_to_date(output: &Path) -> bool {
-    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let Some(built) = mtime(output) else {
-        return false;
-    };
-    let Ok(rule) = std::fs::read_to_string(hip_build::cache::depfile_of(output)) else {
-        return false;
-    };
-    let deps = hip_build::deps::parse_make_deps(&rule);
-    !deps.is_empty()
-        && deps
-            .iter()
-            .all(|d| mtime(Path::new(d)).is_some_and(|t| t <= built))
 }
 
 /// `code_objects.rs` (one aligned `&[u8]` per module) and `modules.rs` (`Id`, `ALL_IDS`, `ARCHES`, the `Module` constants).
@@ -438,9 +340,5 @@ fn link_shared(hipcc: &Hipcc, out_dir: &Path, objects: &[&CompileJob]) -> Result
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
-    // Unchanged files keep their mtime, so rustc does not see a change.
-    if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
-        return Ok(());
-    }
-    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+    hip_build::build_script::write_if_changed(path, text.as_bytes())
 }

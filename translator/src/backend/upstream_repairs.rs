@@ -10,7 +10,8 @@
 //! streams, and `.w()` on a result that already is Candle's.
 //!
 //! A row whose code is no longer found is an error: upstream fixed or moved
-//! it, and the row must be dropped or rewritten.
+//! it, and the row must be dropped or rewritten. The kernel side's counterpart
+//! is rule `upstream-kernel-fixes` (C++ tokens: a barrier upstream's kernel lacks).
 
 use super::mapping::UPSTREAM_REPAIRS;
 use super::replacements::{self, Scope, Table};

@@ -1,0 +1,276 @@
+//! A Candle user's own CUDA kernels on AMD GPUs, from a build script: the ROCm
+//! counterpart of `cudaforge` / `bindgen_cuda`.
+//!
+//! Given `.cu` files (each becomes one code object) and include directories (their
+//! `.cuh`/`.h` headers), [`Builder::build`]
+//!
+//! * translates them to HIP with the candle-rocm translator, the rules that translate
+//!   candle-kernels (a construct no rule covers fails the build with the translator's
+//!   one-line error naming file, line and construct: [`Error::Translate`]);
+//! * compiles each kernel file with hipcc into a code object for the arches
+//!   candle-rocm-kernels would choose (`CANDLE_ROCM_ARCHS`, else the GPUs of the machine,
+//!   else the current arches hipcc supports), with the same messages when hipcc is
+//!   missing or an arch is unsupported (`hip_build::build_script`);
+//! * keeps what is up to date: translated files are rewritten only when their text
+//!   changes, and a code object is compiled again only when a file it depends on is
+//!   newer or hipcc, its release, the arches or the flags changed;
+//! * writes `rocm_kernels.rs` into `OUT_DIR`: one `pub const NAME: &[u8]` per kernel
+//!   file (its code object, 4096-aligned, as `include_bytes!` gives PTX text to the CUDA
+//!   tools) and `ARCHES`.
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() {
+//!     let built = candle_rocm_build::Builder::new()
+//!         .kernel("src/kernels/my_ops.cu")
+//!         .include_dir("src/kernels")
+//!         .build()
+//!         .unwrap_or_else(|e| panic!("{e}"));
+//!     // src/lib.rs: mod rocm_kernels { include!(concat!(env!("OUT_DIR"), "/rocm_kernels.rs")); }
+//!     // and rocm_kernels::MY_OPS is the code object for RocmDevice::get_or_load_custom_func
+//!     let _ = built;
+//! }
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use hip_build::build_script::{self, write_if_changed};
+use hip_build::{CompileJob, OutputKind};
+use translator::kernels::{translate_tree, KernelContext};
+use translator::{TranslateError, TreeFile};
+
+/// What can go wrong; each says what and where in one message.
+#[derive(Debug)]
+pub enum Error {
+    /// A construct the translator does not cover: `path:line: construct: why`, the path
+    /// as the builder was given it.
+    Translate(TranslateError),
+    /// hipcc missing, an unsupported arch or release, a kernel that does not compile.
+    Hipcc(String),
+    /// Reading the sources or writing into the output directory.
+    Io(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Translate(e) => write!(f, "{e}"),
+            Error::Hipcc(e) | Error::Io(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The kernels of one crate and where they go.
+#[derive(Debug, Clone, Default)]
+pub struct Builder {
+    kernels: Vec<PathBuf>,
+    include_dirs: Vec<PathBuf>,
+    arches: Option<Vec<String>>,
+    out_dir: Option<PathBuf>,
+    flags: Vec<String>,
+}
+
+/// A compiled kernel file.
+#[derive(Debug, Clone)]
+pub struct CodeObject {
+    /// The constant's name in `rocm_kernels.rs` (the file stem, upper case).
+    pub name: String,
+    pub path: PathBuf,
+}
+
+/// What [`Builder::build`] made.
+#[derive(Debug, Clone)]
+pub struct Built {
+    /// The translated tree (kernels, headers, the compat headers they include).
+    pub hip_dir: PathBuf,
+    pub code_objects: Vec<CodeObject>,
+    pub arches: Vec<String>,
+    /// `rocm_kernels.rs`.
+    pub rust_file: PathBuf,
+    /// Code objects compiled by this call (0 when everything was up to date).
+    pub compiled: usize,
+    /// Seconds spent translating.
+    pub translate_s: f64,
+}
+
+impl Builder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A `.cu` file compiled into a code object of its own.
+    pub fn kernel(mut self, path: impl Into<PathBuf>) -> Self {
+        self.kernels.push(path.into());
+        self
+    }
+
+    /// A directory of headers (`.cuh`, `.h`, `.hpp`) the kernels include; translated too.
+    pub fn include_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.include_dirs.push(dir.into());
+        self
+    }
+
+    /// The arches to compile for, instead of the choice described at the crate's top.
+    pub fn arches(mut self, arches: &[&str]) -> Self {
+        self.arches = Some(arches.iter().map(|a| a.to_string()).collect());
+        self
+    }
+
+    /// Where everything is written (default: `OUT_DIR`).
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// An extra hipcc flag (`-DNAME=VALUE`, ...).
+    pub fn flag(mut self, flag: impl Into<String>) -> Self {
+        self.flags.push(flag.into());
+        self
+    }
+
+    /// Translates, compiles what is out of date, writes `rocm_kernels.rs`. Prints the
+    /// `cargo:rerun-if-changed` lines of the sources.
+    pub fn build(&self) -> Result<Built, Error> {
+        let out = match &self.out_dir {
+            Some(d) => d.clone(),
+            None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or_else(|| Error::Io("OUT_DIR is not set: call Builder::build from build.rs, or give Builder::out_dir".into()))?),
+        };
+        println!("cargo:rerun-if-env-changed=CANDLE_ROCM_ARCHS");
+        let (inputs, origins) = self.inputs()?;
+        for origin in &origins {
+            println!("cargo:rerun-if-changed={}", origin.display());
+        }
+
+        let start = Instant::now();
+        let ctx = KernelContext { source_label: "a crate's own kernels (candle-rocm-build)".to_string() };
+        let translated = translate_tree(&inputs, &ctx).map_err(|e| Error::Translate(with_origin(e, &inputs, &origins)))?;
+        let translate_s = start.elapsed().as_secs_f64();
+        let hip_dir = out.join("hip");
+        for file in &translated.files {
+            write_if_changed(&hip_dir.join(&file.rel_path), &file.contents).map_err(Error::Io)?;
+        }
+
+        let hipcc = build_script::locate_hipcc("candle-rocm-build compiles this crate's kernels for AMD GPUs", "builds without ROCm need no hipcc").map_err(Error::Hipcc)?;
+        let version = build_script::check_version(&hipcc).map_err(Error::Hipcc)?;
+        let arches = match &self.arches {
+            Some(a) => a.clone(),
+            None => build_script::choose_arches(&hipcc, &version).map_err(Error::Hipcc)?,
+        };
+        let mut jobs = Vec::new();
+        let mut code_objects = Vec::new();
+        for kernel in &self.kernels {
+            let stem = kernel.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+            let name = stem.to_uppercase().replace(['-', '.'], "_");
+            if code_objects.iter().any(|c: &CodeObject| c.name == name) {
+                return Err(Error::Io(format!("two kernel files give the constant {name}: name them apart ({})", kernel.display())));
+            }
+            let output = out.join(format!("{stem}.co"));
+            jobs.push(CompileJob {
+                source: hip_dir.join(format!("{stem}.hip")),
+                output: output.clone(),
+                kind: OutputKind::CodeObject,
+                arches: arches.clone(),
+                include_dirs: vec![hip_dir.clone()],
+                extra_flags: self.flags.clone(),
+            });
+            code_objects.push(CodeObject { name, path: output });
+        }
+
+        // what changes every output: a new value recompiles all of them
+        let stamp = format!("hipcc={} {version}\narches={}\nflags={}\n", hipcc.path().display(), arches.join(","), self.flags.join(" "));
+        let stamp_path = out.join("candle-rocm-build-stamp.txt");
+        let stamp_ok = std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp);
+        if !stamp_ok {
+            let _ = std::fs::remove_file(&stamp_path);
+        }
+        let stale: Vec<CompileJob> = jobs.iter().filter(|j| !stamp_ok || !build_script::up_to_date(&j.output)).cloned().collect();
+        let compiled = stale.len();
+        let failures: Vec<String> = hip_build::compile_all(&hipcc, stale, 0)
+            .into_iter()
+            .filter_map(|r| r.result.err().map(|e| format!("compiling {} (translated from the kernel of the same name) for {}:\n{e}", r.job.source.display(), arches.join(","))))
+            .collect();
+        if !failures.is_empty() {
+            return Err(Error::Hipcc(failures.join("\n")));
+        }
+        write_if_changed(&stamp_path, stamp.as_bytes()).map_err(Error::Io)?;
+
+        let rust_file = out.join("rocm_kernels.rs");
+        write_if_changed(&rust_file, rust_constants(&code_objects, &arches).as_bytes()).map_err(Error::Io)?;
+        Ok(Built { hip_dir, code_objects, arches, rust_file, compiled, translate_s })
+    }
+
+    /// The translator's inputs (paths relative to their kernel's or include directory's
+    /// root) and, in the same order, where each came from.
+    fn inputs(&self) -> Result<(Vec<TreeFile>, Vec<PathBuf>), Error> {
+        if self.kernels.is_empty() {
+            return Err(Error::Io("no kernel file: give Builder::kernel a .cu file".into()));
+        }
+        let mut files: Vec<(String, PathBuf)> = Vec::new();
+        for kernel in &self.kernels {
+            if kernel.extension().and_then(|e| e.to_str()) != Some("cu") {
+                return Err(Error::Io(format!("{}: a kernel file is a .cu file", kernel.display())));
+            }
+            files.push((kernel.file_name().unwrap_or_default().to_string_lossy().into_owned(), kernel.clone()));
+        }
+        for dir in &self.include_dirs {
+            headers(dir, dir, &mut files)?;
+        }
+        files.sort();
+        files.dedup_by(|a, b| a.0 == b.0 && same_file(&a.1, &b.1));
+        if let Some(w) = files.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(Error::Io(format!("{} and {} would both be {} in the translated tree", w[0].1.display(), w[1].1.display(), w[0].0)));
+        }
+        let mut inputs = Vec::new();
+        let mut origins = Vec::new();
+        for (rel, path) in files {
+            let contents = std::fs::read(&path).map_err(|e| Error::Io(format!("reading {}: {e}", path.display())))?;
+            inputs.push(TreeFile { rel_path: rel, contents });
+            origins.push(path);
+        }
+        Ok((inputs, origins))
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || a.canonicalize().ok().zip(b.canonicalize().ok()).is_some_and(|(a, b)| a == b)
+}
+
+/// The headers under `dir` (recursively), relative to `root`.
+fn headers(root: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) -> Result<(), Error> {
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::Io(format!("reading the include directory {}: {e}", dir.display())))?;
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for path in paths {
+        if path.is_dir() {
+            headers(root, &path, files)?;
+        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("cuh" | "h" | "hpp")) {
+            let rel = path.strip_prefix(root).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+            files.push((rel, path));
+        }
+    }
+    Ok(())
+}
+
+/// The translator's error with the file as the builder was given it.
+fn with_origin(e: TranslateError, inputs: &[TreeFile], origins: &[PathBuf]) -> TranslateError {
+    let origin = |file: &str| inputs.iter().position(|i| i.rel_path == file).map_or_else(|| file.to_string(), |i| origins[i].display().to_string());
+    match e {
+        TranslateError::Unsupported { file, line, construct, reason } => TranslateError::Unsupported { file: origin(&file), line, construct, reason },
+        TranslateError::NotUtf8 { file, line } => TranslateError::NotUtf8 { file: origin(&file), line },
+        TranslateError::Lex { file, line, what } => TranslateError::Lex { file: origin(&file), line, what },
+    }
+}
+
+/// `rocm_kernels.rs`: each code object 4096-aligned (loadable in place), and the arches.
+fn rust_constants(code_objects: &[CodeObject], arches: &[String]) -> String {
+    let mut s = String::from("// Written by candle-rocm-build: this crate's kernels as code objects.\n");
+    s.push_str("#[repr(C, align(4096))]\nstruct Aligned<T: ?Sized>(T);\n");
+    s.push_str(&format!("/// The arches (target IDs) every code object has an image for.\npub const ARCHES: &[&str] = &{arches:?};\n"));
+    for c in code_objects {
+        s.push_str(&format!("pub const {}: &[u8] = &Aligned(*include_bytes!({:?})).0;\n", c.name, c.path.display().to_string()));
+    }
+    s
+}

@@ -1,0 +1,56 @@
+//! A user's kernels through candle-rocm-build, as a build script would build them:
+//! translated, compiled with this machine's hipcc for the CI arches, the kernels found in
+//! the code objects; a second build compiles nothing; an untranslatable construct fails
+//! with the translator's one-line error naming the user's file and line.
+use std::path::PathBuf;
+use std::time::Instant;
+
+fn kernels() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels")
+}
+
+#[test]
+fn a_users_kernels_are_translated_compiled_and_cached() {
+    let out = tempfile::tempdir().unwrap();
+    let builder = candle_rocm_build::Builder::new()
+        .kernel(kernels().join("user_ops.cu"))
+        .include_dir(kernels().join("include"))
+        .arches(&["gfx90a", "gfx1030"])
+        .out_dir(out.path());
+    let start = Instant::now();
+    let built = builder.build().unwrap_or_else(|e| panic!("{e}"));
+    let first = start.elapsed().as_secs_f64();
+    assert_eq!((built.compiled, built.code_objects.len()), (1, 1));
+    assert_eq!(built.code_objects[0].name, "USER_OPS");
+    for arch in ["gfx90a", "gfx1030"] {
+        let names = hip_build::kernel_symbols(&built.code_objects[0].path, arch).unwrap();
+        for kernel in ["scaled_add_f32", "scaled_add_bf16", "row_sum_f32"] {
+            assert!(names.contains(kernel), "{arch}: {kernel} not in {names:?}");
+        }
+    }
+    // the translated header and kernel: shuffles with an explicit width, no CUDA header left
+    let hip = std::fs::read_to_string(built.hip_dir.join("user_ops.hip")).unwrap();
+    let header = std::fs::read_to_string(built.hip_dir.join("warp_reduce.cuh")).unwrap();
+    assert!(!hip.contains("cuda_bf16.h") && !hip.contains("__nv_bfloat16"), "{hip}");
+    assert!(!header.contains("_sync("), "{header}");
+    let rust = std::fs::read_to_string(&built.rust_file).unwrap();
+    assert!(rust.contains("pub const USER_OPS: &[u8]") && rust.contains("pub const ARCHES: &[&str] = &[\"gfx90a\", \"gfx1030\"];"), "{rust}");
+
+    let start = Instant::now();
+    let again = builder.build().unwrap_or_else(|e| panic!("{e}"));
+    let second = start.elapsed().as_secs_f64();
+    assert_eq!(again.compiled, 0, "nothing changed: nothing is compiled");
+    println!("first build {first:.2} s (translation {:.3} s), second build {second:.3} s (translation {:.3} s)", built.translate_s, again.translate_s);
+}
+
+#[test]
+fn an_untranslatable_construct_fails_with_the_users_file_and_line() {
+    let out = tempfile::tempdir().unwrap();
+    let ptx = kernels().join("inline_ptx.cu");
+    let err = candle_rocm_build::Builder::new().kernel(&ptx).arches(&["gfx90a"]).out_dir(out.path()).build().unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, candle_rocm_build::Error::Translate(_)), "{text}");
+    assert!(text.starts_with(&format!("{}:4: ", ptx.display())), "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    println!("{text}");
+}

@@ -1,0 +1,109 @@
+//! What a `build.rs` that compiles kernels for AMD GPUs needs besides compiling: hipcc
+//! found with a message that says how to get it, its release checked, the arches chosen,
+//! and outputs known to be up to date. Shared by candle-rocm-kernels' build script
+//! (Candle's kernels) and candle-rocm-build (a user's kernels), so that both choose
+//! the same arches and say the same things.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::Hipcc;
+
+/// [`Hipcc::locate`], failing with how to install the HIP SDK. `what` says what needs it
+/// ("the `rocm` feature compiles Candle's kernels for AMD GPUs"), `without` what does not.
+pub fn locate_hipcc(what: &str, without: &str) -> Result<Hipcc, String> {
+    Hipcc::locate().map_err(|e| {
+        format!(
+            "{e}\n{what} and needs hipcc (the HIP SDK):\n  \
+             install ROCm (https://rocm.docs.amd.com), or on Debian/Ubuntu `apt-get install hipcc`,\n  \
+             or point ROCM_PATH/HIP_PATH at an installation.\n{without}."
+        )
+    })
+}
+
+/// hipcc's release, refused when unsupported, a `cargo:warning` when untested.
+pub fn check_version(hipcc: &Hipcc) -> Result<String, String> {
+    let version = hipcc.version().map_err(|e| e.to_string())?;
+    match crate::releases::check_hip_version(&version) {
+        Ok(crate::releases::Support::Tested) => {}
+        Ok(crate::releases::Support::Untested(note)) => println!("cargo:warning={note}"),
+        Err(e) => return Err(format!("{} ({}): {e}", hipcc.path().display(), version)),
+    }
+    Ok(version)
+}
+
+/// `CANDLE_ROCM_ARCHS`, else the GPUs `rocm_agent_enumerator`/`amdgpu-arch` report, else
+/// the current arches ([`crate::CURRENT_ARCHES`]) hipcc supports (with a `cargo:warning`).
+/// An arch hipcc does not support is an error naming it and the ones it does.
+pub fn choose_arches(hipcc: &Hipcc, version: &str) -> Result<Vec<String>, String> {
+    let defaults = crate::CURRENT_ARCHES;
+    let (arches, from) = if let Some(a) = crate::arches_from_env() {
+        (a, "CANDLE_ROCM_ARCHS")
+    } else if let Some(a) = detect("rocm_agent_enumerator").or_else(|| detect("amdgpu-arch")) {
+        (a, "the GPUs of this machine")
+    } else {
+        let (ok, dropped): (Vec<String>, Vec<String>) = defaults.iter().map(|a| a.to_string()).partition(|a| hipcc.check_arch(a).is_ok());
+        println!("cargo:warning=CANDLE_ROCM_ARCHS is not set and no AMD GPU was detected: compiling for the default arches {}", ok.join(","));
+        if !dropped.is_empty() {
+            println!("cargo:warning={} left out: {} does not support them", dropped.join(","), hipcc.path().display());
+        }
+        if ok.is_empty() {
+            return Err(format!("{} supports none of the default arches {}: set CANDLE_ROCM_ARCHS", hipcc.path().display(), defaults.join(",")));
+        }
+        return Ok(ok);
+    };
+    for arch in &arches {
+        if let Err(e) = hipcc.check_arch(arch) {
+            let has: Vec<&str> = defaults.iter().copied().filter(|a| hipcc.check_arch(a).is_ok()).collect();
+            return Err(format!(
+                "{arch} (from {from}) is not an arch of hipcc {version} ({}): {e}\n\
+                 of the current AMD arches it supports: {}\n\
+                 set CANDLE_ROCM_ARCHS to those, or use a newer ROCm",
+                hipcc.path().display(),
+                if has.is_empty() { "none".to_string() } else { has.join(",") }
+            ));
+        }
+    }
+    Ok(arches)
+}
+
+/// The distinct gfx arches a detection tool prints (gfx000, the CPU agent, dropped); None if it fails or finds none.
+/// The tool is looked for in ROCm's directories (`$ROCM_PATH`, else `/opt/rocm`:
+/// `bin`, and `llvm/bin`, where ROCm 7 keeps `amdgpu-arch`), then on PATH.
+fn detect(tool: &str) -> Option<Vec<String>> {
+    let rocm = std::env::var("ROCM_PATH").unwrap_or_else(|_| "/opt/rocm".into());
+    let program = [format!("{rocm}/bin"), format!("{rocm}/llvm/bin")].iter().map(|d| Path::new(d).join(tool)).find(|p| p.is_file()).unwrap_or_else(|| PathBuf::from(tool));
+    let out = Command::new(program).stderr(std::process::Stdio::null()).output().ok()?;
+    let mut arches: Vec<String> = Vec::new();
+    for arch in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+        if arch.starts_with("gfx") && arch != "gfx000" && !arches.iter().any(|a| a == arch) {
+            arches.push(arch.to_string());
+        }
+    }
+    (out.status.success() && !arches.is_empty()).then_some(arches)
+}
+
+/// Whether `output` exists and is newer than everything in the depfile hip-build wrote beside it.
+pub fn up_to_date(output: &Path) -> bool {
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let Some(built) = mtime(output) else {
+        return false;
+    };
+    let Ok(rule) = std::fs::read_to_string(crate::cache::depfile_of(output)) else {
+        return false;
+    };
+    let deps = crate::deps::parse_make_deps(&rule);
+    !deps.is_empty() && deps.iter().all(|d| mtime(Path::new(d)).is_some_and(|t| t <= built))
+}
+
+/// Writes `text` to `path` unless it already holds it (an unchanged file keeps its mtime,
+/// so neither rustc nor an up-to-date check sees a change).
+pub fn write_if_changed(path: &Path, text: &[u8]) -> Result<(), String> {
+    if std::fs::read(path).is_ok_and(|old| old == text) {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    }
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+}
