@@ -564,8 +564,9 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
     }
     if (kq != 0 || i >= blk.sq) return;
     if (split) {
-        blk.partial(p, i)[p.d] = m_run;
-        blk.partial(p, i)[p.d + 1] = l_run;
+        float* const part = blk.partial(p, i);
+        part[p.d] = m_run;
+        part[p.d + 1] = l_run;
     } else {
         blk.write_lse(p, i, m_run, l_run);
     }

@@ -63,32 +63,26 @@ fn errors(md: &mut String, cuda: &Table, rocm: &Table, variants: &[(&str, Table)
     writeln!(md, "From `bench/results/flash-attn-errors-{{cuda,rocm}}.tsv`, written by {COMMAND}. Every accuracy case of `bench/fixtures/src/attention.rs` (the ROCm-vs-CPU test's cases), the same inputs on both sides: max |flash attention - f32 reference| (the reference: Candle's unfused attention in f32 on the CPU). Dao = stock candle-flash-attn 0.11.1 on Candle's CUDA backend; ours = generated/candle-flash-attn over candle-rocm's `run_mha` through hip-on-cuda (candle_wmma's tiles on NVIDIA's tensor cores, `mma.sync`). Target: ours within {ERROR_RATIO_TARGET}x Dao's (where Dao's error is below the output's rounding, the ratio says little: the bound column is 4x half an ulp of the dtype). The other columns of ours, from `flash-attn-errors-rocm-VARIANT.tsv` (run.sh VARIANTS, the same cases on the same GPU): the kernels built as gfx1100 / gfx1201 (`hip-on-cuda/build-kernels.sh AMD_ARCH`: the RDNA3 / RDNA4 WMMA instructions and operand layouts, emulated on NVIDIA warps) and with candle_wmma's portable shuffles (`CANDLE_HIP_NO_WMMA_MATRIX_CORES`: the path of RDNA2 and HIP 5).\n")?;
     side_notes(md, cuda, rocm)?;
     let (case, err, bound, error) = (rocm.column("case")?, rocm.column("max_err")?, rocm.column("bound")?, rocm.column("error")?);
-    let (dcase, derr, derror) = (cuda.column("case")?, cuda.column("max_err")?, cuda.column("error")?);
+    let dao = CaseErrors::of(cuda)?;
+    let others = variants.iter().map(|(_, t)| CaseErrors::of(t)).collect::<Result<Vec<_>>>()?;
     let cell = |v: f64, e: &str| if v.is_finite() { format!("{v:.2e}") } else if e.is_empty() { "NA".into() } else { format!("error: {e}") };
     let mut rows = Vec::new();
     let mut over = 0;
     let mut variants_over = vec![0; variants.len()];
     for r in &rocm.rows {
-        let dao = cuda.rows.iter().find(|d| d[dcase] == r[case]);
-        let (ours, theirs) = (num(&r[err]), dao.map_or(f64::NAN, |d| num(&d[derr])));
+        let ours = num(&r[err]);
+        let (theirs, their_error) = dao.at(&r[case]);
         let ratio = ours / theirs;
         if ratio > ERROR_RATIO_TARGET {
             over += 1;
         }
-        let mut row = vec![
-            r[case].clone(),
-            cell(ours, &r[error]),
-            cell(theirs, dao.map_or("", |d| d[derror].as_str())),
-            if ratio.is_finite() { fmt3(ratio) } else { "NA".into() },
-        ];
-        for ((_, t), n_over) in variants.iter().zip(&mut variants_over) {
-            let (vcase, verr, verror) = (t.column("case")?, t.column("max_err")?, t.column("error")?);
-            let v = t.rows.iter().find(|v| v[vcase] == r[case]);
-            let value = v.map_or(f64::NAN, |v| num(&v[verr]));
+        let mut row = vec![r[case].clone(), cell(ours, &r[error]), cell(theirs, their_error), if ratio.is_finite() { fmt3(ratio) } else { "NA".into() }];
+        for (other, n_over) in others.iter().zip(&mut variants_over) {
+            let (value, value_error) = other.at(&r[case]);
             if !(value / theirs <= ERROR_RATIO_TARGET) {
                 *n_over += 1;
             }
-            row.push(cell(value, v.map_or("", |v| v[verror].as_str())));
+            row.push(cell(value, value_error));
         }
         row.push(r[bound].clone());
         rows.push(row);
@@ -102,6 +96,28 @@ fn errors(md: &mut String, cuda: &Table, rocm: &Table, variants: &[(&str, Table)
     header.extend(variants.iter().map(|(h, _)| *h));
     header.push("bound");
     markdown_table(md, &header, &rows)
+}
+
+/// One error table's columns, looked up once: each case's max error and error message.
+struct CaseErrors<'a> {
+    table: &'a Table,
+    case: usize,
+    err: usize,
+    error: usize,
+}
+
+impl<'a> CaseErrors<'a> {
+    fn of(table: &'a Table) -> Result<Self> {
+        Ok(Self { table, case: table.column("case")?, err: table.column("max_err")?, error: table.column("error")? })
+    }
+
+    /// The case's max error (NaN where the table has no such case) and error message.
+    fn at(&self, case: &str) -> (f64, &'a str) {
+        match self.table.rows.iter().find(|r| r[self.case] == case) {
+            Some(r) => (num(&r[self.err]), r[self.error].as_str()),
+            None => (f64::NAN, ""),
+        }
+    }
 }
 
 fn speed(md: &mut String, cuda: &Table, rocm: &Table) -> Result<()> {
