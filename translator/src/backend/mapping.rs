@@ -340,3 +340,25 @@ pub const UPSTREAM_REPAIRS: &[Replacement] = &[
         why: "candle's CudaDevice::alloc returns candle's own Result (no cudarc error to wrap with .w())",
     },
 ];
+
+/// Rule `code-object-inputs`: where upstream's CUDA code takes PTX text, its ROCm
+/// mirror takes a code object's bytes (what candle-rocm-build makes of a user's
+/// kernels), and a wrong image is an error naming the module and the device's arch.
+pub const CODE_OBJECT_INPUTS: &[Replacement] = &[
+    Replacement {
+        krate: "candle-core",
+        file: "src/cuda_backend/device.rs",
+        upstream: "code_object : & str",
+        with: "code_object: &[u8]",
+        count: 1,
+        why: "get_or_load_custom_func: a code object is binary; PTX text never runs on AMD",
+    },
+    Replacement {
+        krate: "candle-core",
+        file: "src/cuda_backend/device.rs",
+        upstream: "self . context . load_module (code_object . into ()) . w () ?",
+        with: "self.context.load_custom_module(module_name, code_object).map_err(crate::Error::Msg)?",
+        count: 1,
+        why: "an empty image, PTX text, or one for other arches: an error naming the module and the device's arch",
+    },
+];

@@ -18,6 +18,7 @@
 
 pub mod branch_twins;
 pub mod cfg;
+pub mod code_object_inputs;
 pub mod crate_walk;
 pub mod cuda_gates;
 pub mod cuda_names;

@@ -1,5 +1,5 @@
 //! Upstream code replaced where a row of a table says ([`Replacement`]): an
-//! expression or an item, matched by its tokens as `quote` prints them, in one
+//! expression, an item or a function's parameter, matched by its tokens as `quote` prints them, in one
 //! file of one crate, found exactly `count` times. The rules over such tables:
 //!
 //! * `wave-launches` ([`mapping::WAVE_LAUNCHES`]): in ROCm code only (a whole
@@ -7,13 +7,16 @@
 //!   on its feature);
 //! * `upstream-repairs` ([`mapping::UPSTREAM_REPAIRS`]): everywhere in the file,
 //!   before its twins are made, so that the CUDA original and its ROCm twin
-//!   both get the repair.
+//!   both get the repair;
+//! * `code-object-inputs` ([`mapping::CODE_OBJECT_INPUTS`]): in a mirrored file,
+//!   where upstream takes PTX text.
 //!
 //! A row found another number of times is an error naming the file, the code
 //! and the table: upstream changed, and the row must be checked.
 //!
 //! [`mapping::WAVE_LAUNCHES`]: super::mapping::WAVE_LAUNCHES
 //! [`mapping::UPSTREAM_REPAIRS`]: super::mapping::UPSTREAM_REPAIRS
+//! [`mapping::CODE_OBJECT_INPUTS`]: super::mapping::CODE_OBJECT_INPUTS
 
 use quote::ToTokens;
 use syn::visit_mut::VisitMut;
@@ -75,19 +78,26 @@ fn apply_rows(rule: &str, path: &str, rows: &[Replacement], label: &str, file: &
     Ok(pass.found.iter().sum())
 }
 
-/// A row's replacement: an item (`use a::B;`) or an expression.
+/// A row's replacement: an item (`use a::B;`), a function's parameter (`name: Type`)
+/// or an expression.
 #[derive(Clone)]
 enum Code {
     Item(syn::Item),
+    Param(syn::FnArg),
     Expr(syn::Expr),
 }
 
 impl Code {
     fn parse(text: &str) -> syn::Result<Code> {
-        match syn::parse_str::<syn::Item>(text) {
-            Ok(item) => Ok(Code::Item(item)),
-            Err(_) => syn::parse_str::<syn::Expr>(text).map(Code::Expr),
+        if let Ok(item) = syn::parse_str::<syn::Item>(text) {
+            return Ok(Code::Item(item));
         }
+        // `name: Type` parses as an expression too (a type ascription is not Rust): a
+        // parameter first
+        if let Ok(param @ syn::FnArg::Typed(_)) = syn::parse_str::<syn::FnArg>(text) {
+            return Ok(Code::Param(param));
+        }
+        syn::parse_str::<syn::Expr>(text).map(Code::Expr)
     }
 }
 
@@ -107,6 +117,16 @@ impl Pass<'_> {
         }
         let text = node.to_token_stream().to_string();
         self.rows.iter().position(|r| r.upstream == text)
+    }
+
+    /// Replaces `node` when it is a row's code and that row's replacement is of its kind
+    /// (`kind` picks it); whether it did.
+    fn replace<T: ToTokens + Clone>(&mut self, node: &mut T, kind: impl Fn(&Code) -> Option<&T>) -> bool {
+        let Some(i) = self.row_of(node) else { return false };
+        let Some(new) = kind(&self.values[i]) else { return false };
+        *node = new.clone();
+        self.found[i] += 1;
+        true
     }
 }
 
@@ -130,25 +150,21 @@ impl VisitMut for Pass<'_> {
     }
 
     fn visit_item_mut(&mut self, item: &mut syn::Item) {
-        if let Some(i) = self.row_of(item) {
-            if let Code::Item(new) = &self.values[i] {
-                *item = new.clone();
-                self.found[i] += 1;
-                return;
-            }
+        if !self.replace(item, |c| if let Code::Item(i) = c { Some(i) } else { None }) {
+            syn::visit_mut::visit_item_mut(self, item);
         }
-        syn::visit_mut::visit_item_mut(self, item);
+    }
+
+    fn visit_fn_arg_mut(&mut self, arg: &mut syn::FnArg) {
+        if !self.replace(arg, |c| if let Code::Param(p) = c { Some(p) } else { None }) {
+            syn::visit_mut::visit_fn_arg_mut(self, arg);
+        }
     }
 
     fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
-        if let Some(i) = self.row_of(e) {
-            if let Code::Expr(new) = &self.values[i] {
-                *e = new.clone();
-                self.found[i] += 1;
-                return;
-            }
+        if !self.replace(e, |c| if let Code::Expr(x) = c { Some(x) } else { None }) {
+            syn::visit_mut::visit_expr_mut(self, e);
         }
-        syn::visit_mut::visit_expr_mut(self, e);
     }
 }
 
@@ -197,16 +213,26 @@ mod tests {
     }
 
     #[test]
+    fn parameters_are_replaced_as_written() {
+        const PARAMS: &[Replacement] = &[Replacement { krate: "candle-core", file: "d.rs", upstream: "code_object : & str", with: "code_object: &[u8]", count: 1, why: "t" }];
+        let mut parsed = syn::parse_file("impl D { pub fn load(&self, name: &str, code_object: &str) {} }\n").unwrap();
+        let n = apply_rows("code-object-inputs", "T", PARAMS, "candle-core 0.11.1 d.rs", "d.rs", &mut parsed, Scope::Everywhere).unwrap();
+        assert_eq!(n, 1);
+        assert!(prettyplease::unparse(&parsed).contains("pub fn load(&self, name: &str, code_object: &[u8])"));
+    }
+
+    #[test]
     fn other_crates_are_untouched() {
         assert_eq!(run("candle-core 0.11.1 src/ops.rs", TWINNED, Scope::Everywhere).unwrap().1, 0);
     }
 
     #[test]
     fn table_rows_parse_and_print_like_the_matcher() {
-        use super::super::mapping::{UPSTREAM_REPAIRS, WAVE_LAUNCHES};
-        for row in WAVE_LAUNCHES.iter().chain(UPSTREAM_REPAIRS) {
+        use super::super::mapping::{CODE_OBJECT_INPUTS, UPSTREAM_REPAIRS, WAVE_LAUNCHES};
+        for row in WAVE_LAUNCHES.iter().chain(UPSTREAM_REPAIRS).chain(CODE_OBJECT_INPUTS) {
             let printed = match Code::parse(row.upstream).unwrap() {
                 Code::Item(i) => i.to_token_stream().to_string(),
+                Code::Param(p) => p.to_token_stream().to_string(),
                 Code::Expr(e) => e.to_token_stream().to_string(),
             };
             assert_eq!(printed, row.upstream);

@@ -48,13 +48,14 @@ mod tests {
     use super::*;
 
     const MAIN: &str = "use cudarc::driver::safe::CudaDevice;\nuse cudarc::nccl::safe::{Comm, Id};\n\
-        fn main() -> Result<()> {\n    let device = CudaDevice::new(rank)?;\n    let comm = Comm::from_rank(device, rank, num_shards, id);\n    Ok(())\n}\n";
+        fn main() -> Result<()> {\n    if comm_file.exists() {\n        bail!(\"comm file {comm_file:?} already exists, please remove it first\")\n    }\n    let device = CudaDevice::new(rank)?;\n    let comm = Comm::from_rank(device, rank, num_shards, id);\n    Ok(())\n}\n";
 
     #[test]
     fn llama_multiprocess_gets_a_stream_of_candles_context() {
         let out = repair_file("candle-examples", "examples/llama_multiprocess/main.rs", MAIN).unwrap().unwrap();
         assert!(out.starts_with("use cudarc::driver::safe::CudaContext;\n"), "{out}");
         assert!(out.contains("let device = CudaContext::new(rank)?.per_thread_stream();"), "{out}");
+        assert!(out.contains("if args.rank.is_none() && comm_file.exists() {"), "{out}");
     }
 
     #[test]

@@ -257,7 +257,7 @@ impl RocmDevice {
         &self,
         fn_name: &str,
         module_name: &str,
-        code_object: &str,
+        code_object: &[u8],
     ) -> Result<RocmFunc> {
         let ms = self.custom_modules.read().unwrap();
         if let Some(mdl) = ms.get(module_name).as_ref() {
@@ -269,7 +269,10 @@ impl RocmDevice {
         }
         drop(ms);
         let mut ms = self.custom_modules.write().unwrap();
-        let rocm_module = self.context.load_module(code_object.into()).w()?;
+        let rocm_module = self
+            .context
+            .load_custom_module(module_name, code_object)
+            .map_err(crate::Error::Msg)?;
         ms.insert(module_name.to_string(), rocm_module.clone());
         let func = rocm_module.load_function(fn_name).w()?;
         Ok(RocmFunc {
