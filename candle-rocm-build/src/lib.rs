@@ -266,11 +266,8 @@ fn with_origin(e: TranslateError, inputs: &[TreeFile], origins: &[PathBuf]) -> T
 
 /// `rocm_kernels.rs`: each code object 4096-aligned (loadable in place), and the arches.
 fn rust_constants(code_objects: &[CodeObject], arches: &[String]) -> String {
-    let mut s = String::from("// Written by candle-rocm-build: this crate's kernels as code objects.\n");
-    s.push_str("#[repr(C, align(4096))]\nstruct Aligned<T: ?Sized>(T);\n");
-    s.push_str(&format!("/// The arches (target IDs) every code object has an image for.\npub const ARCHES: &[&str] = &{arches:?};\n"));
-    for c in code_objects {
-        s.push_str(&format!("pub const {}: &[u8] = &Aligned(*include_bytes!({:?})).0;\n", c.name, c.path.display().to_string()));
-    }
-    s
+    format!(
+        "// Written by candle-rocm-build: this crate's kernels as code objects.\n/// The arches (target IDs) every code object has an image for.\npub const ARCHES: &[&str] = &{arches:?};\n{}",
+        build_script::code_object_consts(code_objects.iter().map(|c| (c.name.as_str(), c.path.as_path())))
+    )
 }

@@ -107,3 +107,13 @@ pub fn write_if_changed(path: &Path, text: &[u8]) -> Result<(), String> {
     }
     std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
 }
+
+/// Rust source embedding code objects: `pub const NAME: &[u8]` for each `(NAME, path)`,
+/// 4096-aligned so that a code object can be loaded in place.
+pub fn code_object_consts<'a>(objects: impl IntoIterator<Item = (&'a str, &'a Path)>) -> String {
+    let mut s = String::from("#[repr(C, align(4096))]\nstruct Aligned<T: ?Sized>(T);\n");
+    for (name, path) in objects {
+        s.push_str(&format!("pub const {name}: &[u8] = &Aligned(*include_bytes!({:?})).0;\n", path.display().to_string()));
+    }
+    s
+}
