@@ -71,7 +71,10 @@ struct Params {
     const int32_t* block_table; uint32_t bt_bs; int page;
     const int32_t* mm; uint32_t mm_bs; int mm_max;
     // split-KV: `splits` blocks per query tile, each writing a partial row of d + 2 floats
-    // (acc[d], max, sum) at ((split * b + batch) * h + head) * seqlen_q + row of `part`
+    // (acc[d], max, sum) at ((split * b + batch) * h + head) * seqlen_q + row of `part`.
+    // The forward kernels find `part` in `o` (the launcher points it there: they never
+    // write the output then, and one kernel argument fewer held through the key loop
+    // saves CDNA's tiles kernels their last SGPR spills); combine reads `part`, writes `o`.
     int splits; float* part;
     // every K/V base, stride and d a multiple of 8 elements (16 bytes): vector loads
     int vec8;
@@ -187,9 +190,11 @@ struct Block {
         return true;
     }
 
-    // Which keys query row i sees (RowMask).
+    // Which keys query row i sees (RowMask). A row past the sequence (zero queries, its
+    // output never written) sees the block's keys like the others: testing i < sq here
+    // kept that lane mask live through the key loop, an SGPR spill on CDNA.
     __device__ __forceinline__ RowMask row_mask(const Params& p, int i) const {
-        RowMask w{n_lo, i < sq ? min(sk, n_hi) : n_lo, kNoLow, kNoHigh, 0, 0};
+        RowMask w{n_lo, min(sk, n_hi), kNoLow, kNoHigh, 0, 0};
         if (mode == NO_MASK) return w;
         const int pos = i + off;
         w.wend = pos + p.wr + 1;
@@ -284,9 +289,9 @@ struct Block {
         p.lse[at] = lse;
     }
 
-    // split-KV: the partial row (d + 2 floats: acc, max, sum) of row i
+    // split-KV: the partial row (d + 2 floats: acc, max, sum) of row i (`part`, in `o`)
     __device__ __forceinline__ float* partial(const Params& p, int i) const {
-        return p.part + ((((long)split * p.b + blockIdx.z) * p.h + blockIdx.y) * p.seqlen_q + i) * (p.d + 2);
+        return static_cast<float*>(p.o) + ((((long)split * p.b + blockIdx.z) * p.h + blockIdx.y) * p.seqlen_q + i) * (p.d + 2);
     }
 };
 
@@ -631,7 +636,9 @@ void launch(const Params& p, hipStream_t stream) {
         s.splits = (int)splits;
         const size_t bytes = (size_t)splits * p.b * p.h * p.seqlen_q * (p.d + 2) * sizeof(float);
         if (hipMallocAsync(reinterpret_cast<void**>(&s.part), bytes, stream) == hipSuccess) {
-            Fwd<T, DMAX>::run(s, dim3(qtiles * s.splits, p.h, p.b), stream);
+            Params f = s;  // the forward kernels write the partials through `o`
+            f.o = s.part;
+            Fwd<T, DMAX>::run(f, dim3(qtiles * s.splits, p.h, p.b), stream);
             combine<T><<<dim3((p.seqlen_q + WARPS - 1) / WARPS, p.h, p.b), dim3(THREADS), 0, stream>>>(s);
             (void)hipFreeAsync(s.part, stream);
             return;
