@@ -1,8 +1,10 @@
 //! A Candle user's own CUDA kernels on AMD GPUs, from a build script: the ROCm
 //! counterpart of `cudaforge` / `bindgen_cuda`.
 //!
-//! Given `.cu` files (each becomes one code object) and include directories (their
-//! `.cuh`/`.h` headers), [`Builder::build`]
+//! Given `.cu` files (each becomes one code object; [`Builder::kernel`], or every match of
+//! [`Builder::kernel_glob`] as cudaforge's `source_glob`) and include directories (their
+//! `.cuh`/`.h` headers; a kernel's own directory is one, as for `#include "x.cuh"`),
+//! [`Builder::build`]
 //!
 //! * translates them to HIP with the candle-rocm translator, the rules that translate
 //!   candle-kernels (a construct no rule covers fails the build with the translator's
@@ -16,7 +18,8 @@
 //!   newer or hipcc, its release, the arches or the flags changed;
 //! * writes `rocm_kernels.rs` into `OUT_DIR`: one `pub const NAME: &[u8]` per kernel
 //!   file (its code object, 4096-aligned, as `include_bytes!` gives PTX text to the CUDA
-//!   tools) and `ARCHES`.
+//!   tools) and `ARCHES`; [`Built::write`] writes the same file elsewhere, as cudaforge's
+//!   bindings are written.
 //!
 //! ```no_run
 //! // build.rs
@@ -67,6 +70,7 @@ impl std::error::Error for Error {}
 #[derive(Debug, Clone, Default)]
 pub struct Builder {
     kernels: Vec<PathBuf>,
+    globs: Vec<String>,
     include_dirs: Vec<PathBuf>,
     arches: Option<Vec<String>>,
     out_dir: Option<PathBuf>,
@@ -107,6 +111,13 @@ impl Builder {
         self
     }
 
+    /// Every `.cu` file matching `pattern` (a glob such as `src/kernels/*.cu`), in sorted
+    /// order; a pattern matching no file is an error when building.
+    pub fn kernel_glob(mut self, pattern: impl Into<String>) -> Self {
+        self.globs.push(pattern.into());
+        self
+    }
+
     /// A directory of headers (`.cuh`, `.h`, `.hpp`) the kernels include; translated too.
     pub fn include_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.include_dirs.push(dir.into());
@@ -143,6 +154,11 @@ impl Builder {
         for origin in &origins {
             println!("cargo:rerun-if-changed={}", origin.display());
         }
+        // a file added where a glob looks changes that directory
+        for pattern in &self.globs {
+            let fixed: PathBuf = Path::new(pattern).components().take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '['])).collect();
+            println!("cargo:rerun-if-changed={}", if fixed.as_os_str().is_empty() { Path::new(".") } else { &fixed }.display());
+        }
 
         let start = Instant::now();
         let ctx = KernelContext { source_label: "a crate's own kernels (candle-rocm-build)".to_string() };
@@ -161,7 +177,7 @@ impl Builder {
         };
         let mut jobs = Vec::new();
         let mut code_objects = Vec::new();
-        for kernel in &self.kernels {
+        for kernel in &self.kernel_files()? {
             let stem = kernel.file_stem().unwrap_or_default().to_string_lossy().into_owned();
             let name = stem.to_uppercase().replace(['-', '.'], "_");
             if code_objects.iter().any(|c: &CodeObject| c.name == name) {
@@ -205,18 +221,24 @@ impl Builder {
     /// The translator's inputs (paths relative to their kernel's or include directory's
     /// root) and, in the same order, where each came from.
     fn inputs(&self) -> Result<(Vec<TreeFile>, Vec<PathBuf>), Error> {
-        if self.kernels.is_empty() {
-            return Err(Error::Io("no kernel file: give Builder::kernel a .cu file".into()));
-        }
+        let kernels = self.kernel_files()?;
         let mut files: Vec<(String, PathBuf)> = Vec::new();
-        for kernel in &self.kernels {
+        // (directory, whether its subdirectories count): the kernels' own, then the include dirs
+        let mut dirs: Vec<(PathBuf, bool)> = Vec::new();
+        for kernel in &kernels {
             if kernel.extension().and_then(|e| e.to_str()) != Some("cu") {
                 return Err(Error::Io(format!("{}: a kernel file is a .cu file", kernel.display())));
             }
             files.push((kernel.file_name().unwrap_or_default().to_string_lossy().into_owned(), kernel.clone()));
+            // the kernel's own directory (not below it): its quoted includes sit beside it
+            let own = kernel.parent().filter(|p| !p.as_os_str().is_empty()).map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+            if !dirs.iter().any(|(d, _)| *d == own) {
+                dirs.push((own, false));
+            }
         }
-        for dir in &self.include_dirs {
-            headers(dir, dir, &mut files)?;
+        dirs.extend(self.include_dirs.iter().map(|d| (d.clone(), true)));
+        for (dir, below) in &dirs {
+            headers(dir, dir, *below, &mut files)?;
         }
         files.sort();
         files.dedup_by(|a, b| a.0 == b.0 && same_file(&a.1, &b.1));
@@ -234,18 +256,52 @@ impl Builder {
     }
 }
 
+impl Builder {
+    /// The kernel files: those given one by one, then each glob's matches (sorted).
+    fn kernel_files(&self) -> Result<Vec<PathBuf>, Error> {
+        let mut kernels = self.kernels.clone();
+        for pattern in &self.globs {
+            let paths = glob::glob(pattern).map_err(|e| Error::Io(format!("the kernel glob `{pattern}`: {e}")))?;
+            let mut found = Vec::new();
+            for path in paths {
+                found.push(path.map_err(|e| Error::Io(format!("the kernel glob `{pattern}`: {e}")))?);
+            }
+            if found.is_empty() {
+                return Err(Error::Io(format!("the kernel glob `{pattern}` matches no file")));
+            }
+            found.sort();
+            kernels.extend(found);
+        }
+        if kernels.is_empty() {
+            return Err(Error::Io("no kernel file: give Builder::kernel a .cu file, or Builder::kernel_glob a pattern".into()));
+        }
+        Ok(kernels)
+    }
+}
+
+impl Built {
+    /// Writes `rocm_kernels.rs`' constants to `path` as well (as cudaforge's bindings are
+    /// written where the build script says); rewritten only when its text changes.
+    pub fn write(&self, path: impl AsRef<Path>) -> Result<(), Error> {
+        let text = rust_constants(&self.code_objects, &self.arches);
+        write_if_changed(path.as_ref(), text.as_bytes()).map_err(Error::Io)
+    }
+}
+
 fn same_file(a: &Path, b: &Path) -> bool {
     a == b || a.canonicalize().ok().zip(b.canonicalize().ok()).is_some_and(|(a, b)| a == b)
 }
 
-/// The headers under `dir` (recursively), relative to `root`.
-fn headers(root: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) -> Result<(), Error> {
+/// The headers in `dir` (and below it when `below`), relative to `root`.
+fn headers(root: &Path, dir: &Path, below: bool, files: &mut Vec<(String, PathBuf)>) -> Result<(), Error> {
     let entries = std::fs::read_dir(dir).map_err(|e| Error::Io(format!("reading the include directory {}: {e}", dir.display())))?;
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for path in paths {
         if path.is_dir() {
-            headers(root, &path, files)?;
+            if below {
+                headers(root, &path, true, files)?;
+            }
         } else if matches!(path.extension().and_then(|e| e.to_str()), Some("cuh" | "h" | "hpp")) {
             let rel = path.strip_prefix(root).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
             files.push((rel, path));
@@ -267,7 +323,7 @@ fn with_origin(e: TranslateError, inputs: &[TreeFile], origins: &[PathBuf]) -> T
 /// `rocm_kernels.rs`: each code object 4096-aligned (loadable in place), and the arches.
 fn rust_constants(code_objects: &[CodeObject], arches: &[String]) -> String {
     format!(
-        "// Written by candle-rocm-build: this crate's kernels as code objects.\n/// The arches (target IDs) every code object has an image for.\npub const ARCHES: &[&str] = &{arches:?};\n{}",
+        "// Written by candle-rocm-build: this crate's kernels as code objects.\n/// The arches (target IDs) every code object has an image for.\n#[allow(dead_code)]\npub const ARCHES: &[&str] = &{arches:?};\n{}",
         build_script::code_object_consts(code_objects.iter().map(|c| (c.name.as_str(), c.path.as_path())))
     )
 }

@@ -108,10 +108,11 @@ pub fn mirror_targets(sources: &BTreeMap<String, String>, roots: &[TargetRoot], 
 fn mirror_module(sources: &BTreeMap<String, String>, label: &str, input: &str, output: &str, mode: Mode, gate_cuda: bool) -> Result<(MirroredFile, Vec<Queued>), TranslateError> {
     let source = sources.get(input).ok_or_else(|| TranslateError::unsupported(input, 0, "mod", "the module's file is missing"))?;
     let file_label = format!("{label} {input}");
-    let untwinned = mapping::UNTWINNED_FILES.iter().find(|(path, _, _)| *path == input);
+    let release = super::replacements::release(label);
+    let untwinned = mapping::UNTWINNED_FILES.iter().find(|(path, _, _, before)| *path == input && release.is_none_or(|r| r < *before));
     let result = match mode {
         Mode::Twin if untwinned.is_some() => {
-            let (_, feature, reason) = untwinned.expect("checked");
+            let (_, feature, reason, _) = untwinned.expect("checked");
             MirroredFile { text: source.clone(), unmapped: BTreeSet::new(), rule_counts: BTreeMap::new(), gaps: vec![Gap::new(input, 1, "the whole file (no ROCm twins)", feature, reason)] }
         }
         Mode::Twin => twin_file_of(input, &file_label, source, gate_cuda)?,
@@ -243,7 +244,8 @@ mod tests {
             ("examples/custom-ops/cuda_kernels.rs", "pub const K: &str = \"\";\n"),
         ]);
         let roots = ["src/lib.rs", "examples/a/main.rs", "examples/custom-ops/main.rs"].map(|path| TargetRoot { path: path.to_string(), gate_cuda: false });
-        let out = mirror_targets(&src, &roots, "candle-examples 9.9.9").unwrap();
+        // 0.9.x's custom-ops (bindgen_cuda, `mod cuda_kernels;`): untwinned before 0.10
+        let out = mirror_targets(&src, &roots, "candle-examples 0.9.1").unwrap();
         assert!(out.files["examples/a/common.rs"].contains("fn on_rocm()"), "{}", out.files["examples/a/common.rs"]);
         assert_eq!(out.files["examples/custom-ops/main.rs"], custom);
         assert_eq!(out.gaps.len(), 1);

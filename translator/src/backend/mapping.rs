@@ -128,6 +128,8 @@ pub const FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
     ("candle-transformers/cuda", "candle-transformers/rocm"),
     // rule `backend-neutral-features`
     ("candle-flash-attn?/cuda", "candle-flash-attn?/rocm"),
+    // rule `own-kernel-builds`: a build-dependency, as cudaforge is
+    ("dep:cudaforge", "dep:candle-rocm-build"),
 ];
 
 /// Dependencies of the `cuda` features that the ROCm feature goes without,
@@ -135,7 +137,6 @@ pub const FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
 pub const UNMIRRORABLE_FEATURE_DEPENDENCIES: &[(&str, &str)] = &[
     ("candle-ug?/cuda", "ug's CUDA backend compiles its kernels at run time with NVRTC; ug has no ROCm backend, so custom ug kernels stay CPU/CUDA/Metal-only"),
     ("ug-cuda", "ug's CUDA backend compiles its kernels at run time with NVRTC; ug has no ROCm backend"),
-    ("dep:cudaforge", "cudaforge compiles the custom-ops example's CUDA kernel to PTX with nvcc in candle-examples' build script; that example's kernel has no HIP build, so its custom op runs on the CPU only"),
     ("dep:bindgen_cuda", "bindgen_cuda (cudaforge's predecessor, candle-examples up to 0.9.x) compiles the custom-ops example's CUDA kernel to PTX with nvcc; that kernel has no HIP build, so its custom op runs on the CPU only"),
     ("dep:ug-cuda", "ug's CUDA backend compiles its kernels at run time with NVRTC; ug has no ROCm backend"),
 ];
@@ -155,13 +156,15 @@ pub const DEVICE_TYPE_CRATES: &[(&str, &str, &str)] = &[
     ("float8", "0.4", "candle-rocm-hip/float8-0_4"),
 ];
 
-/// Source files kept as upstream wrote them, without ROCm twins: (path in
-/// its package, feature, reason). Each is listed as a gap; its targets
-/// build with the `rocm` feature and run their CUDA-free paths.
-pub const UNTWINNED_FILES: &[(&str, &str, &str)] = &[(
+/// Source files kept as upstream wrote them, without ROCm twins, in releases
+/// before a version: (path in its package, feature, reason, before). Each is
+/// listed as a gap; its targets build with the `rocm` feature and run their
+/// CUDA-free paths.
+pub const UNTWINNED_FILES: &[(&str, &str, &str, (u64, u64, u64))] = &[(
     "examples/custom-ops/main.rs",
     "cuda",
-    "the example's own kernel (examples/custom-ops/kernels/layernorm_kernels.cu) is compiled to PTX by candle-examples' build script with cudaforge and loaded as a PTX string; it has no HIP build, so its custom op has no rocm_fwd and the example runs it on the CPU only",
+    "the example's own kernel (examples/custom-ops/kernels/layernorm_kernels.cu) is compiled to PTX by candle-examples' build script with bindgen_cuda and loaded from a module file as a PTX string; rule own-kernel-builds maps cudaforge's build (from 0.10), not this one, so the custom op has no rocm_fwd and the example runs it on the CPU only",
+    OWN_KERNEL_BUILDS_SINCE,
 )];
 
 /// Upstream types whose impls get no ROCm twins because what they are built
@@ -211,7 +214,7 @@ pub const UNMIRRORED_CANDLE_DEPENDENTS: &[&str] = &["candle-datasets", "candle-o
 
 /// The hand-written crates the ROCm feature adds, as (package, path relative
 /// to the repository root).
-pub const ROCM_CRATES: &[(&str, &str)] = &[("candle-rocm-hip", "rocm-runtime/hip"), ("candle-rocm-kernels", "rocm-runtime/kernels")];
+pub const ROCM_CRATES: &[(&str, &str)] = &[("candle-rocm-hip", "rocm-runtime/hip"), ("candle-rocm-kernels", "rocm-runtime/kernels"), ("candle-rocm-build", "candle-rocm-build")];
 
 /// Variants of the device enums that belong to neither CUDA nor ROCm. In a
 /// CUDA-only function (`as_cuda_device`) and its twin, the arm for one of
@@ -360,5 +363,45 @@ pub const CODE_OBJECT_INPUTS: &[Replacement] = &[
         with: "self.context.load_custom_module(module_name, code_object).map_err(crate::Error::Msg)?",
         count: 1,
         why: "an empty image, PTX text, or one for other arches: an error naming the module and the device's arch",
+    },
+];
+
+/// Rule `own-kernel-builds`: the releases (from this one) whose candle-examples builds the
+/// custom-ops example's kernel with cudaforge, which the rows of [`OWN_KERNEL_BUILDS`] map.
+/// Before it (0.9.x: bindgen_cuda, `mod cuda_kernels;`), [`UNTWINNED_FILES`] keeps the
+/// example CPU-only on ROCm.
+pub const OWN_KERNEL_BUILDS_SINCE: (u64, u64, u64) = (0, 10, 0);
+
+/// Rule `own-kernel-builds`: a package's own CUDA kernels, compiled to PTX by its build
+/// script with cudaforge and loaded with `get_or_load_custom_func`, get a ROCm build. The
+/// build script's `cfg(feature = "cuda")` block gets a ROCm twin (the script is twinned
+/// as tests are), whose cudaforge calls these rows make candle-rocm-build's (the same
+/// kernels translated and compiled with hipcc into code objects, `&[u8]` constants of the
+/// same names); the example's ROCm twin includes that file. In ROCm code (a twinned
+/// file's items and blocks named for ROCm or gated on it), in a ROCm twin's names.
+pub const OWN_KERNEL_BUILDS: &[Replacement] = &[
+    Replacement {
+        krate: "candle-examples",
+        file: "build.rs",
+        upstream: "rocmforge :: KernelBuilder :: new () . source_glob (kdir . kernel_glob) . build_ptx () . expect (\"Failed to build ptx\")",
+        with: "candle_rocm_build::Builder::new().kernel_glob(kdir.kernel_glob).build().unwrap_or_else(|e| panic!(\"{e}\"))",
+        count: 1,
+        why: "the kernels of the glob translated to HIP and compiled with hipcc for the chosen AMD arches",
+    },
+    Replacement {
+        krate: "candle-examples",
+        file: "build.rs",
+        upstream: "bindings . write (safe_target) . expect (\"Failed to write ptx bindings\")",
+        with: "bindings.write(safe_target.with_file_name(\"rocm_kernels.rs\")).unwrap_or_else(|e| panic!(\"{e}\"))",
+        count: 1,
+        why: "the code objects' constants beside cudaforge's file, under their own name (a build with cuda and rocm writes both)",
+    },
+    Replacement {
+        krate: "candle-examples",
+        file: "examples/custom-ops/main.rs",
+        upstream: "include ! (concat ! (env ! (\"OUT_DIR\") , \"/cuda_kernels.rs\")) ;",
+        with: "include!(concat!(env!(\"OUT_DIR\"), \"/rocm_kernels.rs\"));",
+        count: 1,
+        why: "the ROCm twin of the example's kernels module: the code objects' constants",
     },
 ];

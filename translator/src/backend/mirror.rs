@@ -10,7 +10,7 @@ use syn::visit_mut::VisitMut;
 use super::gaps::Gap;
 use super::pass::{self, FileState, Pass};
 use super::prune::Pruner;
-use super::{branch_twins, code_object_inputs, cuda_gates, device_predicates, field_inits, rules, skip_without_device, twins, upstream_repairs, wave_launches};
+use super::{branch_twins, code_object_inputs, cuda_gates, device_predicates, field_inits, own_kernel_builds, rules, skip_without_device, twins, upstream_repairs, wave_launches};
 use crate::TranslateError;
 
 /// What runs on a mirrored file after the token rules ([`rules`]), in order.
@@ -36,6 +36,7 @@ pub const TWIN_PASSES: &[Pass] = &[
         Ok(0)
     } },
     Pass { name: "wave-launches", apply: |s, f| wave_launches::rewrite(s.label, s.file, f, false) },
+    Pass { name: "own-kernel-builds", apply: |s, f| own_kernel_builds::rewrite(s.label, s.file, f) },
 ];
 
 /// A mirrored, twinned or copied source file.

@@ -28,6 +28,7 @@ pub mod gaps;
 pub mod mapping;
 pub mod mirror;
 pub mod node_attrs;
+pub mod own_kernel_builds;
 pub mod package;
 pub mod pass;
 pub mod prune;

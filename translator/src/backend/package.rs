@@ -58,7 +58,9 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
     let mut twinned_features = cuda_as_feature(&mut table);
     twinned_features += backend_neutral_features(&mut table, paths);
     drop_uncarried_build_script(&mut table, has_file);
-    let mut new_deps: Vec<String> = Vec::new();
+    // (ROCm crate, the section it goes in: that of the dependency it stands for)
+    let mut new_deps: Vec<(String, &str)> = Vec::new();
+    let build_deps: Vec<String> = table.get("build-dependencies").and_then(|d| d.as_table()).map(|d| d.keys().cloned().collect()).unwrap_or_default();
 
     if let Some(features) = table.get_mut("features").and_then(|f| f.as_table_mut()) {
         let originals: Vec<(String, toml::Value)> = features.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
@@ -98,7 +100,9 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
                 // kept as upstream wrote them (`dep:half`) name upstream's own crates
                 let rocm_crate = if mapped == v { None } else { mapped.strip_prefix("dep:").or_else(|| mapped.split_once('/').map(|(c, _)| c).filter(|c| paths.rocm_crates.contains_key(*c))) };
                 if let Some(dep) = rocm_crate {
-                    new_deps.push(dep.to_string());
+                    // a build tool's stand-in (cudaforge: candle-rocm-build) builds too
+                    let build = v.strip_prefix("dep:").is_some_and(|d| build_deps.iter().any(|b| b == d));
+                    new_deps.push((dep.to_string(), if build { "build-dependencies" } else { "dependencies" }));
                 }
                 twin_values.push(toml::Value::String(mapped));
             }
@@ -110,8 +114,8 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
         }
     }
 
-    let deps = table.entry("dependencies").or_insert_with(|| toml::Value::Table(toml::Table::new())).as_table_mut().ok_or_else(|| TranslateError::unsupported(file, line_of(manifest, "dependencies", "", None), "[dependencies]", "is not a table"))?;
-    for dep in new_deps {
+    for (dep, section) in new_deps {
+        let deps = table.entry(section).or_insert_with(|| toml::Value::Table(toml::Table::new())).as_table_mut().ok_or_else(|| TranslateError::unsupported(file, line_of(manifest, section, "", None), &format!("[{section}]"), "is not a table"))?;
         let path = paths.rocm_crates.get(&dep).ok_or_else(|| TranslateError::unsupported(file, line_of(manifest, "features", "", None), &format!("dep:{dep}"), "no path for this ROCm crate"))?;
         let mut spec = toml::Table::new();
         spec.insert("path".into(), toml::Value::String(path.clone()));
@@ -505,7 +509,7 @@ optional = true
 
     fn paths() -> PackagePaths {
         PackagePaths {
-            rocm_crates: [("candle-rocm-hip", "../../rocm-runtime/hip"), ("candle-rocm-kernels", "../../rocm-runtime/kernels")].into_iter().map(|(a, b)| (a.into(), b.into())).collect(),
+            rocm_crates: [("candle-rocm-hip", "../../rocm-runtime/hip"), ("candle-rocm-kernels", "../../rocm-runtime/kernels"), ("candle-rocm-build", "../../candle-rocm-build")].into_iter().map(|(a, b)| (a.into(), b.into())).collect(),
             siblings: [("candle-core".to_string(), "../candle-core".to_string())].into(),
         }
     }
@@ -542,6 +546,19 @@ optional = true
         assert_eq!(t["features"]["rccl"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>(), ["rocm", "candle-rocm-hip/rccl", "dep:half"]);
         assert_eq!(t["dependencies"]["candle-rocm-hip"]["optional"].as_bool(), Some(true));
         assert_eq!(t["dependencies"]["candle-rocm-hip"]["path"].as_str(), Some("../../rocm-runtime/hip"));
+    }
+
+    /// Rule `own-kernel-builds`: cudaforge, a build-dependency, stands for candle-rocm-build.
+    #[test]
+    fn a_cuda_build_tool_gets_its_rocm_build_dependency() {
+        let ex = "[package]\nname = \"candle-examples\"\nversion = \"0.11.1\"\n[features]\ncuda = [\"dep:cudaforge\"]\n[build-dependencies.cudaforge]\nversion = \"0.1.2\"\noptional = true\n";
+        let m = mirror_manifest("Cargo.toml", "candle-examples 0.11.1", ex, &paths(), &|_| true).unwrap();
+        let t: toml::Table = m.text.parse().unwrap();
+        assert_eq!(t["features"]["rocm"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>(), ["dep:candle-rocm-build"]);
+        assert_eq!(t["build-dependencies"]["candle-rocm-build"]["path"].as_str(), Some("../../candle-rocm-build"));
+        assert_eq!(t["build-dependencies"]["candle-rocm-build"]["optional"].as_bool(), Some(true));
+        assert!(t.get("dependencies").and_then(|d| d.get("candle-rocm-build")).is_none());
+        assert!(m.gaps.is_empty());
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! file of one crate, found exactly `count` times. The rules over such tables:
 //!
 //! * `wave-launches` ([`mapping::WAVE_LAUNCHES`]): in ROCm code only (a whole
-//!   mirrored file, or in a twinned file the functions named for ROCm or gated
-//!   on its feature);
+//!   mirrored file, or in a twinned file the functions and modules named for ROCm
+//!   or gated on its feature, and the blocks gated on it);
+//! * `own-kernel-builds` ([`mapping::OWN_KERNEL_BUILDS`]): in the same ROCm code of
+//!   a twinned build script or example;
 //! * `upstream-repairs` ([`mapping::UPSTREAM_REPAIRS`]): everywhere in the file,
 //!   before its twins are made, so that the CUDA original and its ROCm twin
 //!   both get the repair;
@@ -16,6 +18,7 @@
 //!
 //! [`mapping::WAVE_LAUNCHES`]: super::mapping::WAVE_LAUNCHES
 //! [`mapping::UPSTREAM_REPAIRS`]: super::mapping::UPSTREAM_REPAIRS
+//! [`mapping::OWN_KERNEL_BUILDS`]: super::mapping::OWN_KERNEL_BUILDS
 //! [`mapping::CODE_OBJECT_INPUTS`]: super::mapping::CODE_OBJECT_INPUTS
 
 use quote::ToTokens;
@@ -30,8 +33,9 @@ use crate::TranslateError;
 pub enum Scope {
     /// The whole file.
     Everywhere,
-    /// The functions of a twinned file named for ROCm or gated on its feature.
-    RocmFunctions,
+    /// In a twinned file, the functions and modules named for ROCm or gated on its
+    /// feature, and the blocks gated on it.
+    RocmCode,
 }
 
 /// What a table is, for its errors: the rule's name and the table's path.
@@ -45,6 +49,14 @@ pub struct Table {
 /// word: `candle-nn 0.11.1 src/ops.rs`). Returns how many replacements were made.
 pub fn apply(table: &Table, label: &str, file: &str, parsed: &mut syn::File, scope: Scope) -> Result<usize, TranslateError> {
     apply_rows(table.rule, table.path, table.rows, label, file, parsed, scope)
+}
+
+/// The release a provenance label names (its second word: `candle-nn 0.11.1 src/ops.rs`
+/// is 0.11.1), when it is one.
+pub fn release(label: &str) -> Option<(u64, u64, u64)> {
+    let version = label.split(' ').nth(1)?;
+    let mut parts = version.split(['.', '-', '+']).map(str::parse::<u64>);
+    Some((parts.next()?.ok()?, parts.next()?.ok()?, parts.next()?.ok()?))
 }
 
 /// Whether `table` has rows for `file` of crate `krate`.
@@ -149,6 +161,20 @@ impl VisitMut for Pass<'_> {
         self.depth -= rocm;
     }
 
+    fn visit_item_mod_mut(&mut self, m: &mut syn::ItemMod) {
+        let rocm = usize::from(is_rocm(&m.ident, &m.attrs));
+        self.depth += rocm;
+        syn::visit_mut::visit_item_mod_mut(self, m);
+        self.depth -= rocm;
+    }
+
+    fn visit_expr_block_mut(&mut self, b: &mut syn::ExprBlock) {
+        let rocm = usize::from(b.attrs.iter().any(|a| a.path().is_ident("cfg") && mentions_rocm(a.meta.to_token_stream())));
+        self.depth += rocm;
+        syn::visit_mut::visit_expr_block_mut(self, b);
+        self.depth -= rocm;
+    }
+
     fn visit_item_mut(&mut self, item: &mut syn::Item) {
         if !self.replace(item, |c| if let Code::Item(i) = c { Some(i) } else { None }) {
             syn::visit_mut::visit_item_mut(self, item);
@@ -187,11 +213,11 @@ mod tests {
 
     #[test]
     fn rocm_functions_scope_rewrites_the_rocm_code_only() {
-        let err = run("candle-nn 0.11.1 src/ops.rs", TWINNED, Scope::RocmFunctions).unwrap_err().to_string();
+        let err = run("candle-nn 0.11.1 src/ops.rs", TWINNED, Scope::RocmCode).unwrap_err().to_string();
         // the `use` item is outside any ROCm function: not found there
         assert!(err.contains("use a :: Old ; (0 times in ROCm code, expected 1)"), "{err}");
         let src = TWINNED.replace("use a::Old;\n", "#[cfg(feature = \"rocm\")]\nfn rocm_f() { use a::Old; }\n");
-        let (out, n) = run("candle-nn 0.11.1 src/ops.rs", &src, Scope::RocmFunctions).unwrap();
+        let (out, n) = run("candle-nn 0.11.1 src/ops.rs", &src, Scope::RocmCode).unwrap();
         assert_eq!(n, 2);
         assert!(out.contains("fn cuda_fwd(&self) {\n        let c = Cfg { block_dim: (1, 32, 1) };"), "{out}");
         assert!(out.contains("fn fwd2(&self) {\n        let c = Cfg {\n            block_dim: (1, wave(dev), 1),"), "{out}");
@@ -228,8 +254,8 @@ mod tests {
 
     #[test]
     fn table_rows_parse_and_print_like_the_matcher() {
-        use super::super::mapping::{CODE_OBJECT_INPUTS, UPSTREAM_REPAIRS, WAVE_LAUNCHES};
-        for row in WAVE_LAUNCHES.iter().chain(UPSTREAM_REPAIRS).chain(CODE_OBJECT_INPUTS) {
+        use super::super::mapping::{CODE_OBJECT_INPUTS, OWN_KERNEL_BUILDS, UPSTREAM_REPAIRS, WAVE_LAUNCHES};
+        for row in WAVE_LAUNCHES.iter().chain(UPSTREAM_REPAIRS).chain(CODE_OBJECT_INPUTS).chain(OWN_KERNEL_BUILDS) {
             let printed = match Code::parse(row.upstream).unwrap() {
                 Code::Item(i) => i.to_token_stream().to_string(),
                 Code::Param(p) => p.to_token_stream().to_string(),

@@ -20,5 +20,5 @@ const TABLE: Table = Table { rule: "wave-launches", path: "backend::mapping::WAV
 /// Applies the rows for `file` of the crate that `label` names; `whole`: the
 /// whole file is ROCm code (a mirror). Returns how many expressions changed.
 pub fn rewrite(label: &str, file: &str, parsed: &mut syn::File, whole: bool) -> Result<usize, TranslateError> {
-    replacements::apply(&TABLE, label, file, parsed, if whole { Scope::Everywhere } else { Scope::RocmFunctions })
+    replacements::apply(&TABLE, label, file, parsed, if whole { Scope::Everywhere } else { Scope::RocmCode })
 }

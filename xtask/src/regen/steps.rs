@@ -306,8 +306,10 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str, sh
     let mut test_counts: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut test_gaps = Vec::new();
     for (path, bytes) in &files {
-        if path.starts_with("tests/") && path.ends_with(".rs") {
-            // upstream's tests match on devices too: their CUDA arms get twins
+        if (path.starts_with("tests/") && path.ends_with(".rs")) || translator::backend::own_kernel_builds::twins_build_script(&label, path) {
+            // upstream's tests match on devices too: their CUDA arms get twins; so does the
+            // CUDA block of a build script that builds the package's own kernels (rule
+            // `own-kernel-builds`)
             let text = String::from_utf8(bytes.clone()).map_err(|_| anyhow!("{}/{path}: not UTF-8", krate.name))?;
             let twinned = translator::backend::twin_file_of(path, &format!("{label} {path}"), &text, gate_cuda).map_err(|e| anyhow!("{}: {e}", krate.name))?;
             for (rule, n) in twinned.rule_counts {
