@@ -70,14 +70,8 @@ if [[ $set_name == multiprocess ]]; then
   rocm_env=(env LD_LIBRARY_PATH="$bin/lib:$kernels:$base_ld" CANDLE_ROCM_CODE_OBJECTS_DIR="$kernels" HIP_ON_CUDA_NCCL="$nccl" NCCL_NVLS_ENABLE=0)
 fi
 if [[ $set_name != parity ]]; then
-  dao=$scratch/dao-build
-  if [[ ! -f $dao/libflashattention.so ]]; then
-    start=$(date +%s.%N)
-    bash bench/flash-attn/build-dao.sh "$bin/dao" "$dao" "${DAO_UNITS:-fwd_hdim64_fp16}" >"$out/logs/build-dao.log" 2>&1 \
-      || { tail -20 "$out/logs/build-dao.log"; echo "error: build-dao.sh failed"; exit 1; }
-    echo "Dao's kernels built in $(since "$start") s"
-  fi
-  cuda_env=("${cuda_env[@]}" LD_LIBRARY_PATH="$dao:$base_ld")
+  # shellcheck source=bench/flash-attn/dao-lib.sh
+  source bench/flash-attn/dao-lib.sh
 fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
 

@@ -16,19 +16,25 @@
 #                                     and ROCm's logits are no further from CUDA's (mean
 #                                     NMSE) than those of Candle's CPU backend are: the
 #                                     tolerance the dtype allows, measured on Candle itself
+#                                     (llama-flash-attn: candle-flash-attn on both GPU sides,
+#                                     Dao's kernels against ours; the CPU's unfused attention)
 #   OUT_DIR/logs/                     every run's output
 # Environment: BIN_DIR, KERNELS_DIR, WORK_DIR as bench/backend/setup.sh; MODELS_DIR (made-up
-# models to reuse; default WORK_DIR/models, made now).
+# models to reuse; default WORK_DIR/models, made now); DAO_UNITS as bench/flash-attn/dao-lib.sh
+# (Dao's kernels, which numerics-cuda links, compiled first).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 [[ $# -ge 1 ]] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 out=$(realpath -m "$1")
 setup_bin=device-carry/numerics
-setup_required="numerics-cuda numerics-rocm make-models"
+setup_required="numerics-cuda numerics-rocm make-models dao/CUTLASS_COMMIT"
 setup_build="cargo xtask gpu-program numerics"
 # shellcheck source=bench/backend/setup.sh
 source bench/backend/setup.sh
 mkdir -p "$out/logs"
+# numerics-cuda links Dao's kernels (the flash-attn feature: llama-flash-attn)
+# shellcheck source=bench/flash-attn/dao-lib.sh
+source bench/flash-attn/dao-lib.sh
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 cuda=("${cuda_env[@]}" "$bin/numerics-cuda")
 rocm=("${rocm_env[@]}" "$bin/numerics-rocm")
@@ -53,7 +59,7 @@ tsv=$out/teacher-forced-h100.tsv
   echo "# gpu: $gpu; teacher-forced: the CPU's greedy continuation (100 tokens) of a 12-token prompt fed to every side; step 0 is the prompt in one call (12 rows), then one token per step (bench/numerics/src/teacher_forced.rs)"
   printf 'model\tdtype\tagree\trocm_vs_cuda\tcuda_vs_cpu\trocm_vs_cpu\n'
 } >"$tsv"
-for m in q4k:Q4_K/f32 q8_0:Q8_0/f32 qwen3:bf16; do
+for m in q4k:Q4_K/f32 q8_0:Q8_0/f32 qwen3:bf16 llama-flash-attn:f16; do
   model=${m%%:*}; dtype=${m#*:}
   w=$scratch/tf-$model
   mkdir -p "$w"

@@ -11,8 +11,9 @@
 //!   numerics-{cuda,rocm} compare REF_LOGITS OTHER_LOGITS     one line: `ties-only` or
 //!                                        `not-ties` (is every differing top-1 a tie within
 //!                                        rounding?), the mean logits NMSE, the description
-//! MODEL: q4k, q8_0 (MODELS_DIR/llama-MODEL.gguf) or qwen3 (MODELS_DIR/qwen3/), the made-up
-//! models of bench/examples/make-models.
+//! MODEL: q4k, q8_0 (MODELS_DIR/llama-MODEL.gguf), qwen3 (MODELS_DIR/qwen3/) or
+//! llama-flash-attn (the f16 Llama of MODELS_DIR/hf-home; flash attention on a GPU, feature
+//! `flash-attn`), the made-up models of bench/examples/make-models.
 
 mod qmatmul;
 mod teacher_forced;

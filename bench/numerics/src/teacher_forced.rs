@@ -1,5 +1,6 @@
 //! `greedy` / `logits` / `compare`: the made-up LLMs of the candle-examples harness
-//! (bench/examples/make-models: `llama-q4k.gguf`, `llama-q8_0.gguf`, `qwen3/`), run
+//! (bench/examples/make-models: `llama-q4k.gguf`, `llama-q8_0.gguf`, `qwen3/`, the f16
+//! Llama of its hub cache, with flash attention on a GPU when built with `flash-attn`), run
 //! teacher-forced, so that the two backends are compared step by step on the same tokens.
 //!
 //! Greedy decoding of a random-weight model is chaotic: once one token differs, every later
@@ -21,7 +22,7 @@
 use candle_core::quantized::gguf_file;
 use candle_core::{DType, Device, Result, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::{quantized_llama, qwen3};
+use candle_transformers::models::{llama, quantized_llama, qwen3};
 use std::path::Path;
 
 pub const PROMPT_LEN: usize = 12;
@@ -34,11 +35,26 @@ fn prompt() -> Vec<u32> {
 enum Model {
     Quantized(quantized_llama::ModelWeights),
     Qwen3(qwen3::ModelForCausalLM),
+    Llama(llama::Llama, llama::Cache),
+}
+
+/// The made-up Llama's snapshot in make-models' hub cache (`llama --model-id`).
+fn llama_snapshot(models: &Path) -> Result<std::path::PathBuf> {
+    let snapshots = models.join("hf-home/hub/models--candle-rocm--made-up-llama/snapshots");
+    let read = std::fs::read_dir(&snapshots).map_err(|e| candle_core::Error::Msg(format!("{}: {e}", snapshots.display())))?;
+    let mut dirs: Vec<_> = read.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    match dirs.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => candle_core::bail!("{}: {} snapshots, make-models writes one", snapshots.display(), dirs.len()),
+    }
 }
 
 impl Model {
-    /// `kind`: `q4k`, `q8_0` (llama-KIND.gguf, computed in f32 with quantized matmuls) or
-    /// `qwen3` (qwen3/, bf16).
+    /// `kind`: `q4k`, `q8_0` (llama-KIND.gguf, computed in f32 with quantized matmuls),
+    /// `qwen3` (qwen3/, bf16) or `llama-flash-attn` (the hub cache's Llama in f16: its
+    /// attention through candle-flash-attn on a GPU, which needs the `flash-attn` feature;
+    /// Candle's unfused attention on the CPU, the reference).
     fn load(kind: &str, models: &Path, dev: &Device) -> Result<Self> {
         match kind {
             "q4k" | "q8_0" => {
@@ -59,7 +75,22 @@ impl Model {
                 };
                 Ok(Self::Qwen3(qwen3::ModelForCausalLM::new(&cfg, vb)?))
             }
-            other => candle_core::bail!("unknown model `{other}`: q4k, q8_0 or qwen3"),
+            "llama-flash-attn" => {
+                let flash = !dev.is_cpu();
+                if flash && !cfg!(feature = "flash-attn") {
+                    candle_core::bail!("llama-flash-attn on a GPU needs this program built with the flash-attn feature")
+                }
+                let dir = llama_snapshot(models)?;
+                let config = std::fs::read_to_string(dir.join("config.json"))
+                    .map_err(|e| candle_core::Error::Msg(format!("{}: {e}", dir.join("config.json").display())))?;
+                let cfg: llama::LlamaConfig = serde_json::from_str(&config)
+                    .map_err(|e| candle_core::Error::Msg(format!("llama config.json: {e}")))?;
+                let cfg = cfg.into_config(flash);
+                let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[dir.join("model.safetensors")], DType::F16, dev)? };
+                let model = llama::Llama::load(vb, &cfg)?;
+                Ok(Self::Llama(model, llama::Cache::new(true, DType::F16, &cfg, dev)?))
+            }
+            other => candle_core::bail!("unknown model `{other}`: q4k, q8_0, qwen3 or llama-flash-attn"),
         }
     }
 
@@ -69,6 +100,7 @@ impl Model {
         let logits = match self {
             Self::Quantized(m) => m.forward(&input, pos)?,
             Self::Qwen3(m) => m.forward(&input, pos)?,
+            Self::Llama(m, cache) => m.forward(&input, pos, cache)?,
         };
         logits.to_dtype(DType::F32)?.flatten_all()?.to_vec1()
     }

@@ -147,11 +147,13 @@ pub const PROGRAMS: &[Program] = &[
     Program {
         name: "numerics",
         about: "quantized matmul errors and teacher-forced logits (bench/numerics/src/main.rs), stock CUDA Candle against \
-                generated ROCm, and the made-up models' maker; run by bench/numerics/run.sh and run-amd-emulated.sh",
+                generated ROCm, both with feature flash-attn (stock: Dao's kernels compiled there by \
+                bench/flash-attn/build-dao.sh), and the made-up models' maker; run by bench/numerics/run.sh and \
+                run-amd-emulated.sh",
         out: "device-carry/numerics",
         rocm: &[RocmBuild {
             manifest: "bench/numerics/rocm/Cargo.toml",
-            features: &[],
+            features: &["flash-attn"],
             targets: Targets::Bins(&["numerics-rocm"]),
             into: "",
             strip: true,
@@ -160,11 +162,11 @@ pub const PROGRAMS: &[Program] = &[
         }],
         cuda: Some(CudaBuild {
             source: CudaSource::Manifest("bench/numerics/cuda/Cargo.toml"),
-            features: &[],
+            features: &["flash-attn"],
             targets: Targets::Bins(&["numerics-cuda"]),
             target_dir: EXAMPLES_CUDA_TARGET,
             into: "",
-            dao_flash_attn: false,
+            dao_flash_attn: true,
         }),
         host: &[MAKE_MODELS],
         c_libraries: &[],
