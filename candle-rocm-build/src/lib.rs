@@ -73,6 +73,7 @@ pub struct Builder {
     globs: Vec<String>,
     include_dirs: Vec<PathBuf>,
     arches: Option<Vec<String>>,
+    hip_on_cuda: Option<String>,
     out_dir: Option<PathBuf>,
     flags: Vec<String>,
 }
@@ -130,6 +131,13 @@ impl Builder {
         self
     }
 
+    /// Cubins for this NVIDIA arch through hip-on-cuda instead of AMD code objects (default:
+    /// [`HIP_ON_CUDA_VAR`] when set).
+    pub fn hip_on_cuda(mut self, arch: impl Into<String>) -> Self {
+        self.hip_on_cuda = Some(arch.into());
+        self
+    }
+
     /// Where everything is written (default: `OUT_DIR`).
     pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.out_dir = Some(dir.into());
@@ -169,31 +177,33 @@ impl Builder {
             write_if_changed(&hip_dir.join(&file.rel_path), &file.contents).map_err(Error::Io)?;
         }
 
+        println!("cargo:rerun-if-env-changed={HIP_ON_CUDA_VAR}");
+        if let Some(arch) = self.hip_on_cuda.clone().or_else(|| std::env::var(HIP_ON_CUDA_VAR).ok().filter(|a| !a.is_empty())) {
+            let (code_objects, compiled) = self.build_hip_on_cuda(&out, &hip_dir, &translated.files, &arch)?;
+            let arches = vec![arch];
+            let rust_file = out.join("rocm_kernels.rs");
+            write_if_changed(&rust_file, rust_constants(&code_objects, &arches).as_bytes()).map_err(Error::Io)?;
+            return Ok(Built { hip_dir, code_objects, arches, rust_file, compiled, translate_s });
+        }
+
         let hipcc = build_script::locate_hipcc("candle-rocm-build compiles this crate's kernels for AMD GPUs", "builds without ROCm need no hipcc").map_err(Error::Hipcc)?;
         let version = build_script::check_version(&hipcc).map_err(Error::Hipcc)?;
         let arches = match &self.arches {
             Some(a) => a.clone(),
             None => build_script::choose_arches(&hipcc, &version).map_err(Error::Hipcc)?,
         };
-        let mut jobs = Vec::new();
-        let mut code_objects = Vec::new();
-        for kernel in &self.kernel_files()? {
-            let stem = kernel.file_stem().unwrap_or_default().to_string_lossy().into_owned();
-            let name = stem.to_uppercase().replace(['-', '.'], "_");
-            if code_objects.iter().any(|c: &CodeObject| c.name == name) {
-                return Err(Error::Io(format!("two kernel files give the constant {name}: name them apart ({})", kernel.display())));
-            }
-            let output = out.join(format!("{stem}.co"));
-            jobs.push(CompileJob {
-                source: hip_dir.join(format!("{stem}.hip")),
-                output: output.clone(),
+        let code_objects = self.code_objects(&out)?;
+        let jobs: Vec<CompileJob> = code_objects
+            .iter()
+            .map(|c| CompileJob {
+                source: hip_dir.join(c.path.with_extension("hip").file_name().unwrap_or_default()),
+                output: c.path.clone(),
                 kind: OutputKind::CodeObject,
                 arches: arches.clone(),
                 include_dirs: vec![hip_dir.clone()],
                 extra_flags: self.flags.clone(),
-            });
-            code_objects.push(CodeObject { name, path: output });
-        }
+            })
+            .collect();
 
         // what changes every output: a new value recompiles all of them
         let stamp = format!("hipcc={} {version}\narches={}\nflags={}\n", hipcc.path().display(), arches.join(","), self.flags.join(" "));
@@ -276,6 +286,68 @@ impl Builder {
             return Err(Error::Io("no kernel file: give Builder::kernel a .cu file, or Builder::kernel_glob a pattern".into()));
         }
         Ok(kernels)
+    }
+}
+
+/// `CANDLE_ROCM_BUILD_HIP_ON_CUDA=sm_90`: for running the translated kernels on an NVIDIA
+/// GPU through hip-on-cuda (this repository's way of checking them; no AMD GPU is
+/// involved): each kernel file becomes a cubin for that arch, compiled with nvcc by
+/// `hip-on-cuda/build-kernels.sh` (`HIP_ON_CUDA_DIR`, else the checkout's `hip-on-cuda/`),
+/// and `ARCHES` is that arch.
+pub const HIP_ON_CUDA_VAR: &str = "CANDLE_ROCM_BUILD_HIP_ON_CUDA";
+
+impl Builder {
+    /// The hip-on-cuda build of [`HIP_ON_CUDA_VAR`]: the translated tree through
+    /// `build-kernels.sh`, again only when a translated file or the arch changed.
+    fn build_hip_on_cuda(&self, out: &Path, hip_dir: &Path, files: &[TreeFile], arch: &str) -> Result<(Vec<CodeObject>, usize), Error> {
+        println!("cargo:rerun-if-env-changed=HIP_ON_CUDA_DIR");
+        println!("cargo:rerun-if-env-changed=NVCC");
+        let dir = std::env::var_os("HIP_ON_CUDA_DIR").map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../hip-on-cuda"), PathBuf::from);
+        let script = dir.join("build-kernels.sh");
+        if !script.is_file() {
+            return Err(Error::Hipcc(format!("{HIP_ON_CUDA_VAR}={arch}: {} not found (it is in a checkout of candle-rocm: set HIP_ON_CUDA_DIR to its hip-on-cuda/)", script.display())));
+        }
+        let co_dir = out.join("hip-on-cuda");
+        let code_objects = self.code_objects(&co_dir)?;
+        // FNV-1a over the translated files and the arch: what the cubins are made from
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in files.iter().flat_map(|f| f.rel_path.as_bytes().iter().chain(&f.contents)).chain(arch.as_bytes()) {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        let stamp = format!("hip-on-cuda {arch} {hash:016x}\n");
+        let stamp_path = out.join("candle-rocm-build-stamp.txt");
+        if std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp) && code_objects.iter().all(|c| c.path.is_file()) {
+            return Ok((code_objects, 0));
+        }
+        let _ = std::fs::remove_file(&stamp_path);
+        let run = std::process::Command::new("bash").arg(&script).arg(hip_dir).arg(&co_dir).arg(arch).env("CANDLE_KERNELS_REFERENCE", "none").output();
+        let run = run.map_err(|e| Error::Hipcc(format!("running {}: {e}", script.display())))?;
+        if !run.status.success() {
+            return Err(Error::Hipcc(format!("{} for {arch} failed:\n{}{}", script.display(), String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr))));
+        }
+        if let Some(missing) = code_objects.iter().find(|c| !c.path.is_file()) {
+            return Err(Error::Hipcc(format!("{} made no {}", script.display(), missing.path.display())));
+        }
+        write_if_changed(&stamp_path, stamp.as_bytes()).map_err(Error::Io)?;
+        let compiled = code_objects.len();
+        Ok((code_objects, compiled))
+    }
+}
+
+impl Builder {
+    /// Each kernel file's code object in `dir` (`<stem>.co`) and its constant: the stem
+    /// in upper case, `-` and `.` as `_` (cudaforge's names); two of one name are an error.
+    fn code_objects(&self, dir: &Path) -> Result<Vec<CodeObject>, Error> {
+        let mut code_objects: Vec<CodeObject> = Vec::new();
+        for kernel in &self.kernel_files()? {
+            let stem = kernel.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+            let name = stem.to_uppercase().replace(['-', '.'], "_");
+            if code_objects.iter().any(|c| c.name == name) {
+                return Err(Error::Io(format!("two kernel files give the constant {name}: name them apart ({})", kernel.display())));
+            }
+            code_objects.push(CodeObject { name, path: dir.join(format!("{stem}.co")) });
+        }
+        Ok(code_objects)
     }
 }
 

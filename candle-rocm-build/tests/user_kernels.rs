@@ -54,3 +54,29 @@ fn an_untranslatable_construct_fails_with_the_users_file_and_line() {
     assert_eq!(text.lines().count(), 1, "{text}");
     println!("{text}");
 }
+
+/// The hip-on-cuda build (cubins for an NVIDIA GPU, how this repository runs a crate's
+/// translated kernels): with nvcc (`NVCC`, else on PATH) the same kernels become an sm_90
+/// cubin holding them; without nvcc the test says it did not run.
+#[test]
+fn the_hip_on_cuda_build_gives_cubins_with_the_kernels() {
+    let nvcc = std::env::var_os("NVCC").map(PathBuf::from).or_else(|| {
+        std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join("nvcc")).find(|n| n.is_file()))
+    });
+    let Some(nvcc) = nvcc.filter(|n| n.is_file()) else {
+        println!("not run: no nvcc (set NVCC or put it on PATH)");
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let builder = candle_rocm_build::Builder::new().kernel(kernels().join("user_ops.cu")).include_dir(kernels().join("include")).hip_on_cuda("sm_90").out_dir(out.path());
+    let built = builder.build().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((built.compiled, built.arches.as_slice()), (1, ["sm_90".to_string()].as_slice()));
+    let cubin = std::fs::read(&built.code_objects[0].path).unwrap();
+    assert_eq!(&cubin[..4], b"\x7fELF", "a cubin");
+    let text = String::from_utf8_lossy(&cubin);
+    for kernel in ["scaled_add_f32", "scaled_add_bf16", "row_sum_f32"] {
+        assert!(text.contains(kernel), "{kernel} not in the cubin");
+    }
+    assert_eq!(builder.build().unwrap().compiled, 0, "nothing changed: nothing is compiled");
+    println!("{}: cubin of {} bytes", nvcc.display(), cubin.len());
+}

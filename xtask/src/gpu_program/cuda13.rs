@@ -27,8 +27,11 @@ use crate::regen::upstream::registry_dir;
 use crate::workspace::cargo_command;
 
 /// The wheels of CUDA 13.0's nvcc, headers and runtime.
-const WHEELS: [&str; 5] = [
+const WHEELS: [&str; 6] = [
     "nvidia-cuda-nvcc==13.0.88",
+    // cuobjdump (hip-on-cuda/build-kernels.sh lists a cubin's kernels with it: candle-rocm-build's
+    // hip-on-cuda builds); PyPI has none of 13.0, 13.2's reads 13.0's cubins
+    "nvidia-cuda-cuobjdump==13.2.51",
     "nvidia-nvvm==13.0.88",
     "nvidia-cuda-crt==13.0.88",
     "nvidia-cuda-runtime==13.0.96",
@@ -60,7 +63,7 @@ pub struct Cuda13 {
 pub fn toolchain(root: &Path, fetch_manifest: &Path) -> Result<Cuda13> {
     let base = root.join("target/bench-backend/cuda13");
     let home = base.join("root/nvidia/cu13");
-    if !home.join("bin/nvcc").is_file() {
+    if !home.join("bin/nvcc").is_file() || !home.join("bin/cuobjdump").is_file() {
         eprintln!("== CUDA 13.0 nvcc, headers and cudart from NVIDIA's PyPI wheels -> {}", base.display());
         let wheels = base.join("wheels");
         std::fs::create_dir_all(&wheels)?;

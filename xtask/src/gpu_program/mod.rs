@@ -130,6 +130,10 @@ fn build_rocm(root: &Path, out: &Path, build: &RocmBuild, linked: &gpu_bundle::L
     }
     cargo.args(build.targets.cargo_args());
     cargo.envs(linked.env.iter().map(|(k, v)| (*k, v.as_str())));
+    if build.own_kernels {
+        let toolkit = cuda13::toolchain(root, &root.join(build.manifest))?;
+        cargo.env(candle_rocm_build::HIP_ON_CUDA_VAR, "sm_90").env("NVCC", toolkit.home.join("bin/nvcc"));
+    }
     step(&mut cargo, &format!("the build of {}", build.manifest))?;
     let dir = out.join(build.into);
     std::fs::create_dir_all(&dir)?;

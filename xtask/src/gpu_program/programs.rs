@@ -25,6 +25,10 @@ pub struct RocmBuild {
     pub sonames: &'static [&'static str],
     /// NEEDED entries no binary may have (a library that must be loaded at run time).
     pub refused: &'static [&'static str],
+    /// The package's own kernels, built by candle-rocm-build (candle-examples' custom-ops):
+    /// as cubins for the H100 through hip-on-cuda (`CANDLE_ROCM_BUILD_HIP_ON_CUDA=sm_90`,
+    /// nvcc from CUDA 13's toolchain), as hip-on-cuda/build-kernels.sh builds generated/kernels.
+    pub own_kernels: bool,
 }
 
 /// Where a stock CUDA build's sources come from.
@@ -100,6 +104,7 @@ const fn examples_rocm(features: &'static [&'static str], names: &'static [&'sta
         strip: true,
         sonames: CANDLE_SONAMES,
         refused: &[],
+        own_kernels: true,
     }
 }
 
@@ -111,6 +116,7 @@ const TENSOR_PARALLEL: RocmBuild = RocmBuild {
     strip: true,
     sonames: CANDLE_SONAMES,
     refused: &[],
+    own_kernels: false,
 };
 
 pub const PROGRAMS: &[Program] = &[
@@ -127,6 +133,7 @@ pub const PROGRAMS: &[Program] = &[
             strip: false,
             sonames: CANDLE_SONAMES,
             refused: &[],
+            own_kernels: false,
         }],
         cuda: Some(CudaBuild {
             source: CudaSource::Manifest("bench/backend/cuda/Cargo.toml"),
@@ -159,6 +166,7 @@ pub const PROGRAMS: &[Program] = &[
             strip: true,
             sonames: CANDLE_SONAMES,
             refused: &[],
+            own_kernels: false,
         }],
         cuda: Some(CudaBuild {
             source: CudaSource::Manifest("bench/numerics/cuda/Cargo.toml"),
@@ -187,6 +195,7 @@ pub const PROGRAMS: &[Program] = &[
                 strip: true,
                 sonames: &["libamdhip64.so.7", "librccl.so.1"],
                 refused: &["libcuda", "libnccl", "libcudart"],
+                own_kernels: false,
             },
             TENSOR_PARALLEL,
         ],
@@ -200,11 +209,11 @@ pub const PROGRAMS: &[Program] = &[
         about: "unchanged candle-examples 0.11.1 programs, stock with feature cuda (rocm/ and cuda/), and the made-up \
                 models' maker; run by bench/examples/run-examples.sh",
         out: "device-carry/examples-parity",
-        rocm: &[examples_rocm(&["rocm"], &["quantized", "qwen", "bert", "t5", "resnet", "mamba"])],
+        rocm: &[examples_rocm(&["rocm"], &["quantized", "qwen", "bert", "t5", "resnet", "mamba", "custom-ops"])],
         cuda: Some(CudaBuild {
             source: CudaSource::Registry { name: "candle-examples", version: "0.11.1" },
             features: &["cuda"],
-            targets: Targets::Examples(&["quantized", "qwen", "bert", "t5", "resnet", "mamba"]),
+            targets: Targets::Examples(&["quantized", "qwen", "bert", "t5", "resnet", "mamba", "custom-ops"]),
             target_dir: EXAMPLES_CUDA_TARGET,
             into: "cuda",
             dao_flash_attn: false,
@@ -250,6 +259,7 @@ pub const PROGRAMS: &[Program] = &[
             strip: true,
             sonames: CANDLE_SONAMES,
             refused: &[],
+            own_kernels: false,
         }],
         cuda: Some(CudaBuild {
             source: CudaSource::Manifest("bench/flash-attn/cuda/Cargo.toml"),

@@ -8,7 +8,8 @@
 //!   beside `llama_multiprocess`, which prints the generated words only).
 //! - `tensor`: the first tensor the example prints (candle's Display: 4 decimals); agreement
 //!   = same shape and every value within `atol` (the printed rounding, 5e-5 a side, plus
-//!   the dtype's own tolerance).
+//!   the dtype's own tolerance). `last-tensor`: the same for the last tensor it prints (a
+//!   custom op's output, printed after its input).
 //! - `top5`: the `class: 12.34%` lines; agreement = same classes in the same order and every
 //!   probability within `atol` percentage points.
 //!
@@ -77,10 +78,17 @@ pub fn tokens(cuda: &str, rocm: &str, (skip_a, skip_b): (usize, usize)) -> Resul
     Ok(Outcome { agree, agreement })
 }
 
-/// The numbers and the shape line of the first printed tensor.
-fn first_tensor(text: &str) -> Result<(Vec<f64>, String)> {
-    let start = text.find("\n[").map(|i| i + 1).or_else(|| text.starts_with('[').then_some(0))
-        .context("no printed tensor")?;
+/// The numbers and the shape line of the first printed tensor, or of the last.
+fn printed_tensor(text: &str, last: bool) -> Result<(Vec<f64>, String)> {
+    // a tensor's first line starts with `[`, its others with ` [`
+    let before = if last { &text[..text.rfind("Tensor[").context("no `Tensor[...]` line")?] } else { text };
+    let at_line_start = |i: usize| i + 1;
+    let start = if last {
+        before.rfind("\n[").map(at_line_start).or_else(|| text.starts_with('[').then_some(0))
+    } else {
+        text.starts_with('[').then_some(0).or_else(|| before.find("\n[").map(at_line_start))
+    }
+    .context("no printed tensor")?;
     let rest = &text[start..];
     let end = rest.find("Tensor[").context("no `Tensor[...]` line after the printed values")?;
     // `Tensor[[1, 6, 128], f32, cuda:0]`: shape and dtype, not the device (cuda:0 / rocm:0)
@@ -95,9 +103,10 @@ fn first_tensor(text: &str) -> Result<(Vec<f64>, String)> {
     Ok((vals, shape))
 }
 
-pub fn tensor(cuda: &str, rocm: &str, atol: f64) -> Result<Outcome> {
-    let (c, cs) = first_tensor(cuda).context("first run")?;
-    let (r, rs) = first_tensor(rocm).context("second run")?;
+/// `last`: the last printed tensor instead of the first.
+pub fn tensor(cuda: &str, rocm: &str, atol: f64, last: bool) -> Result<Outcome> {
+    let (c, cs) = printed_tensor(cuda, last).context("first run")?;
+    let (r, rs) = printed_tensor(rocm, last).context("second run")?;
     if cs != rs || c.len() != r.len() {
         return Ok(Outcome { agree: false, agreement: format!("shapes differ: {cs} ({} values) vs {rs} ({} values)", c.len(), r.len()) });
     }
@@ -178,8 +187,19 @@ mod tests {
     fn tensors_compare_within_tolerance() {
         let a = "x\n[[ 0.1000, -0.2000],\n [ 1.0000, 2.0000]]\nTensor[[2, 2], f32, cuda:0]\n";
         let b = "x\n[[ 0.1001, -0.2000],\n [ 1.0000, 2.0000]]\nTensor[[2, 2], f32, rocm:0]\n";
-        assert!(tensor(a, b, 2e-4).unwrap().agree);
-        assert!(!tensor(a, b, 5e-5).unwrap().agree);
+        assert!(tensor(a, b, 2e-4, false).unwrap().agree);
+        assert!(!tensor(a, b, 5e-5, false).unwrap().agree);
+    }
+
+    #[test]
+    fn the_last_tensor_is_a_custom_ops_output() {
+        let input = "[[0., 1.],\n [2., 3.]]\nTensor[[2, 2], f32, cuda:0]\n";
+        let a = format!("{input}[[0.0000, 1.4142],\n [0.7845, 1.1767]]\nTensor[[2, 2], f32, cuda:0]\n");
+        let b = format!("{input}[[0.0000, 1.4142],\n [0.7845, 1.1768]]\nTensor[[2, 2], f32, rocm:0]\n");
+        assert!(tensor(&a, &b, 2e-4, true).unwrap().agree);
+        assert!(!tensor(&a, &b, 5e-5, true).unwrap().agree);
+        // the first tensor, the input, is the same on both
+        assert!(tensor(&a, &b, 5e-5, false).unwrap().agree);
     }
 
     #[test]

@@ -87,9 +87,9 @@ fn main() -> Result<()> {
             let param = rest.first().copied();
             let outcome = match *kind {
                 "tokens" => compare::tokens(&c, &r, compare::skips(param)?)?,
-                "tensor" => compare::tensor(&c, &r, param.map_or(Ok(1e-3), str::parse)?)?,
+                "tensor" | "last-tensor" => compare::tensor(&c, &r, param.map_or(Ok(1e-3), str::parse)?, *kind == "last-tensor")?,
                 "top5" => compare::top5(&c, &r, param.map_or(Ok(0.02), str::parse)?)?,
-                k => bail!("unknown KIND {k:?}: tokens, tensor or top5"),
+                k => bail!("unknown KIND {k:?}: tokens, tensor, last-tensor or top5"),
             };
             let (cs, rs) = (compare::speed(&c), compare::speed(&r));
             let fmt = |s: Option<(f64, &str)>| s.map_or("NA".to_string(), |(v, _)| format!("{v:.2}"));
