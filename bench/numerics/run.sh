@@ -16,8 +16,9 @@
 #                                     and ROCm's logits are no further from CUDA's (mean
 #                                     NMSE) than those of Candle's CPU backend are: the
 #                                     tolerance the dtype allows, measured on Candle itself
-#                                     (llama-flash-attn: candle-flash-attn on both GPU sides,
-#                                     Dao's kernels against ours; the CPU's unfused attention)
+#                                     (llama-flash-attn in f16 and qwen3 in bf16: candle-flash-attn
+#                                     on both GPU sides, Dao's kernels against ours; the CPU's
+#                                     unfused attention)
 #   OUT_DIR/logs/                     every run's output
 # Environment: BIN_DIR, KERNELS_DIR, WORK_DIR as bench/backend/setup.sh; MODELS_DIR (made-up
 # models to reuse; default WORK_DIR/models, made now); DAO_UNITS as bench/flash-attn/dao-lib.sh
@@ -32,7 +33,9 @@ setup_build="cargo xtask gpu-program numerics"
 # shellcheck source=bench/backend/setup.sh
 source bench/backend/setup.sh
 mkdir -p "$out/logs"
-# numerics-cuda links Dao's kernels (the flash-attn feature: llama-flash-attn)
+# numerics-cuda links Dao's kernels (both builds have feature flash-attn: on the GPU sides
+# llama-flash-attn and qwen3 take candle-flash-attn, head dim 64 in f16 and in bf16)
+DAO_UNITS=${DAO_UNITS:-fwd_hdim64_(fp16|bf16)_}
 # shellcheck source=bench/flash-attn/dao-lib.sh
 source bench/flash-attn/dao-lib.sh
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -59,7 +62,7 @@ tsv=$out/teacher-forced-h100.tsv
   echo "# gpu: $gpu; teacher-forced: the CPU's greedy continuation (100 tokens) of a 12-token prompt fed to every side; step 0 is the prompt in one call (12 rows), then one token per step (bench/numerics/src/teacher_forced.rs)"
   printf 'model\tdtype\tagree\trocm_vs_cuda\tcuda_vs_cpu\trocm_vs_cpu\n'
 } >"$tsv"
-for m in q4k:Q4_K/f32 q8_0:Q8_0/f32 qwen3:bf16 llama-flash-attn:f16; do
+for m in q4k:Q4_K/f32 q8_0:Q8_0/f32 qwen3:bf16+flash-attn llama-flash-attn:f16+flash-attn; do
   model=${m%%:*}; dtype=${m#*:}
   w=$scratch/tf-$model
   mkdir -p "$w"
@@ -75,7 +78,7 @@ for m in q4k:Q4_K/f32 q8_0:Q8_0/f32 qwen3:bf16 llama-flash-attn:f16; do
       >"$out/logs/tf-$model.$side.log" 2>&1 || ok=0
   done
   if [[ $ok == 0 ]]; then
-    status=1; tail -5 "$out/logs/tf-$model".*.log
+    status=1; tail -n 5 "$out/logs/tf-$model".*.log
     printf '%s\t%s\tno\tfailed\tfailed\tfailed\n' "$model" "$dtype" >>"$tsv"; continue
   fi
   rc_=$("${cuda[@]}" compare "$w/cuda.logits" "$w/rocm.logits" 2>&1)

@@ -60,8 +60,9 @@ pub fn prepare(root: &Path, out: &Path, real_nvcc: &Path) -> Result<DaoBuild> {
         &nvcc,
         format!(
             "#!/bin/sh\n# Dao's kernels and their archive: empty placeholders (compiled on the GPU machine by\n\
-             # bench/flash-attn/build-dao.sh); every other nvcc call runs the real one\n\
-             case \" $* \" in\n  *\" kernels/flash_\"*|*\" --lib \"*)\n    while [ $# -gt 0 ]; do\n      \
+             # bench/flash-attn/build-dao.sh); every other nvcc call runs the real one (candle-kernels'\n\
+             # archives too: libmoe.a, built in the same target directory)\n\
+             case \" $* \" in\n  *\" kernels/flash_\"*|*\" --lib \"*libflashattention*)\n    while [ $# -gt 0 ]; do\n      \
              if [ \"$1\" = -o ]; then : > \"$2\"; exit 0; fi\n      shift\n    done\n    exit 1 ;;\nesac\nexec {} \"$@\"\n",
             real_nvcc.display()
         ),
