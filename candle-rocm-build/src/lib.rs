@@ -74,6 +74,7 @@ pub struct Builder {
     include_dirs: Vec<PathBuf>,
     arches: Option<Vec<String>>,
     hip_on_cuda: Option<String>,
+    hipcc: Option<PathBuf>,
     out_dir: Option<PathBuf>,
     flags: Vec<String>,
 }
@@ -138,6 +139,13 @@ impl Builder {
         self
     }
 
+    /// This hipcc instead of the one found (PATH, `ROCM_PATH`, `HIP_PATH`, /opt/rocm):
+    /// one ROCm release of several.
+    pub fn hipcc(mut self, path: impl Into<PathBuf>) -> Self {
+        self.hipcc = Some(path.into());
+        self
+    }
+
     /// Where everything is written (default: `OUT_DIR`).
     pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.out_dir = Some(dir.into());
@@ -186,7 +194,10 @@ impl Builder {
             return Ok(Built { hip_dir, code_objects, arches, rust_file, compiled, translate_s });
         }
 
-        let hipcc = build_script::locate_hipcc("candle-rocm-build compiles this crate's kernels for AMD GPUs", "builds without ROCm need no hipcc").map_err(Error::Hipcc)?;
+        let hipcc = match &self.hipcc {
+            Some(path) => hip_build::Hipcc::at(path),
+            None => build_script::locate_hipcc("candle-rocm-build compiles this crate's kernels for AMD GPUs", "builds without ROCm need no hipcc").map_err(Error::Hipcc)?,
+        };
         let version = build_script::check_version(&hipcc).map_err(Error::Hipcc)?;
         let arches = match &self.arches {
             Some(a) => a.clone(),

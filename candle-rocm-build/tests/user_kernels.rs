@@ -80,3 +80,35 @@ fn the_hip_on_cuda_build_gives_cubins_with_the_kernels() {
     assert_eq!(builder.build().unwrap().compiled, 0, "nothing changed: nothing is compiled");
     println!("{}: cubin of {} bytes", nvcc.display(), cubin.len());
 }
+
+/// tests/user-custom-op's kernels (a user's crate, run on the H100 by its run.sh) with the
+/// ROCm 7.2 release users run, for CI's three arches (CDNA3 wave64, RDNA3, RDNA4): every
+/// kernel in every arch's image. Needs the release's root (`cargo xtask rocm-root 7.2`);
+/// without it the test says it did not run.
+#[test]
+fn a_users_crate_builds_with_rocm_7_2_for_cdna3_rdna3_and_rdna4() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let hipcc = root.join("target/rocm/7.2/bin/hipcc");
+    if !hipcc.is_file() {
+        println!("not run: no ROCm 7.2 root ({} missing: cargo xtask rocm-root 7.2)", hipcc.display());
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let kernels = root.join("tests/user-custom-op/kernels");
+    let arches = ["gfx942", "gfx1100", "gfx1201"];
+    let built = candle_rocm_build::Builder::new()
+        .kernel_glob(format!("{}/*.cu", kernels.display()))
+        .hipcc(&hipcc)
+        .arches(&arches)
+        .out_dir(out.path())
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(built.code_objects.len(), 1);
+    for arch in arches {
+        let names = hip_build::kernel_symbols(&built.code_objects[0].path, arch).unwrap();
+        for kernel in ["swish_f32", "swish_bf16", "rms_rows_f32"] {
+            assert!(names.contains(kernel), "{arch}: {kernel} not in {names:?}");
+        }
+    }
+    println!("ROCm 7.2: {} for {}", built.code_objects[0].path.display(), arches.join(", "));
+}

@@ -275,6 +275,27 @@ pub const PROGRAMS: &[Program] = &[
         xz: "-6 -T0",
     },
     Program {
+        name: "user-custom-op",
+        about: "a user's crate with custom ops of its own (tests/user-custom-op: its kernels built by candle-rocm-build, \
+                here as sm_90 cubins through hip-on-cuda, loaded with get_or_load_custom_func), checked against its CPU \
+                ops; run by tests/user-custom-op/run.sh",
+        out: "device-carry/user-custom-op",
+        rocm: &[RocmBuild {
+            manifest: "tests/user-custom-op/Cargo.toml",
+            features: &[],
+            targets: Targets::Bins(&["user-custom-op-check"]),
+            into: "",
+            strip: true,
+            sonames: CANDLE_SONAMES,
+            refused: &[],
+            own_kernels: true,
+        }],
+        cuda: None,
+        host: &[],
+        c_libraries: &[],
+        xz: "-6 -T0",
+    },
+    Program {
         name: "tensor-parallel",
         about: "the tensor-parallel program (tests/tensor-parallel: features rocm and rccl, RCCL forwarded to NCCL); run \
                 by tests/tensor-parallel/run.sh",
