@@ -8,8 +8,8 @@
 use std::process::ExitCode;
 
 use candle_core::backend::BackendStorage;
-use candle_core::rocm_backend::candle_rocm_hip::driver::{LaunchConfig, PushKernelArg};
-use candle_core::rocm_backend::WrapErr;
+use candle_core::rocm_backend::candle_rocm_hip::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
+use candle_core::rocm_backend::{RocmDType, WrapErr};
 use candle_core::{CpuStorage, CustomOp1, DType, Device, Layout, Result, RocmStorage, Shape, Tensor};
 use half::bf16;
 
@@ -46,36 +46,31 @@ impl CustomOp1 for Swish {
     }
 
     fn rocm_fwd(&self, storage: &RocmStorage, layout: &Layout) -> Result<(RocmStorage, Shape)> {
-        let (o1, o2) = contiguous(layout)?;
-        let n = (o2 - o1) as u32;
-        let dev = storage.device().clone();
-        let cfg = LaunchConfig { grid_dim: (n.div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         let out = match storage.dtype() {
-            DType::F32 => {
-                let x = storage.as_rocm_slice::<f32>()?.slice(o1..o2);
-                let y = unsafe { dev.alloc::<f32>(n as usize) }?;
-                let func = dev.get_or_load_custom_func("swish_f32", "user_ops", rocm_kernels::USER_OPS)?;
-                let mut b = func.builder();
-                b.arg(&x);
-                b.arg(&y);
-                candle_core::builder_arg!(b, self.alpha, n);
-                unsafe { b.launch(cfg) }.w()?;
-                RocmStorage::wrap_rocm_slice(y, dev)
-            }
-            DType::BF16 => {
-                let x = storage.as_rocm_slice::<bf16>()?.slice(o1..o2);
-                let y = unsafe { dev.alloc::<bf16>(n as usize) }?;
-                let func = dev.get_or_load_custom_func("swish_bf16", "user_ops", rocm_kernels::USER_OPS)?;
-                let mut b = func.builder();
-                b.arg(&x);
-                b.arg(&y);
-                candle_core::builder_arg!(b, self.alpha, n);
-                unsafe { b.launch(cfg) }.w()?;
-                RocmStorage::wrap_rocm_slice(y, dev)
-            }
+            DType::F32 => self.launch::<f32>("swish_f32", storage, layout)?,
+            DType::BF16 => self.launch::<bf16>("swish_bf16", storage, layout)?,
             other => candle_core::bail!("swish: f32 or bf16, not {other:?}"),
         };
         Ok((out, layout.shape().clone()))
+    }
+}
+
+impl Swish {
+    /// `kernel` over the elements of type T: one thread each, 256 per block.
+    fn launch<T: RocmDType + DeviceRepr>(&self, kernel: &str, storage: &RocmStorage, layout: &Layout) -> Result<RocmStorage> {
+        let (o1, o2) = contiguous(layout)?;
+        let n = (o2 - o1) as u32;
+        let dev = storage.device().clone();
+        let x = storage.as_rocm_slice::<T>()?.slice(o1..o2);
+        let y = unsafe { dev.alloc::<T>(n as usize) }?;
+        let func = dev.get_or_load_custom_func(kernel, "user_ops", rocm_kernels::USER_OPS)?;
+        let cfg = LaunchConfig { grid_dim: (n.div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let mut b = func.builder();
+        b.arg(&x);
+        b.arg(&y);
+        candle_core::builder_arg!(b, self.alpha, n);
+        unsafe { b.launch(cfg) }.w()?;
+        Ok(RocmStorage::wrap_rocm_slice(y, dev))
     }
 }
 
