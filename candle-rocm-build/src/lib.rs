@@ -166,7 +166,8 @@ impl Builder {
             None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or_else(|| Error::Io("OUT_DIR is not set: call Builder::build from build.rs, or give Builder::out_dir".into()))?),
         };
         println!("cargo:rerun-if-env-changed=CANDLE_ROCM_ARCHS");
-        let (inputs, origins) = self.inputs()?;
+        let kernels = self.kernel_files()?;
+        let (inputs, origins) = self.inputs(&kernels)?;
         for origin in &origins {
             println!("cargo:rerun-if-changed={}", origin.display());
         }
@@ -186,14 +187,22 @@ impl Builder {
         }
 
         println!("cargo:rerun-if-env-changed={HIP_ON_CUDA_VAR}");
-        if let Some(arch) = self.hip_on_cuda.clone().or_else(|| std::env::var(HIP_ON_CUDA_VAR).ok().filter(|a| !a.is_empty())) {
-            let (code_objects, compiled) = self.build_hip_on_cuda(&out, &hip_dir, &translated.files, &arch)?;
-            let arches = vec![arch];
-            let rust_file = out.join("rocm_kernels.rs");
-            write_if_changed(&rust_file, rust_constants(&code_objects, &arches).as_bytes()).map_err(Error::Io)?;
-            return Ok(Built { hip_dir, code_objects, arches, rust_file, compiled, translate_s });
-        }
+        let (code_objects, arches, compiled) = match self.hip_on_cuda.clone().or_else(|| std::env::var(HIP_ON_CUDA_VAR).ok().filter(|a| !a.is_empty())) {
+            Some(arch) => {
+                let (code_objects, compiled) = build_hip_on_cuda(&out, &hip_dir, &translated.files, &kernels, &arch)?;
+                (code_objects, vec![arch], compiled)
+            }
+            None => self.build_hipcc(&out, &hip_dir, &kernels)?,
+        };
+        let rust_file = out.join("rocm_kernels.rs");
+        write_if_changed(&rust_file, rust_constants(&code_objects, &arches).as_bytes()).map_err(Error::Io)?;
+        Ok(Built { hip_dir, code_objects, arches, rust_file, compiled, translate_s })
+    }
 
+    /// The AMD build: each kernel file's code object for the chosen arches, with hipcc,
+    /// compiled again only when out of date. Returns the code objects, the arches and how
+    /// many were compiled.
+    fn build_hipcc(&self, out: &Path, hip_dir: &Path, kernels: &[PathBuf]) -> Result<(Vec<CodeObject>, Vec<String>, usize), Error> {
         let hipcc = match &self.hipcc {
             Some(path) => hip_build::Hipcc::at(path),
             None => build_script::locate_hipcc("candle-rocm-build compiles this crate's kernels for AMD GPUs", "builds without ROCm need no hipcc").map_err(Error::Hipcc)?,
@@ -203,7 +212,7 @@ impl Builder {
             Some(a) => a.clone(),
             None => build_script::choose_arches(&hipcc, &version).map_err(Error::Hipcc)?,
         };
-        let code_objects = self.code_objects(&out)?;
+        let code_objects = code_objects(kernels, out)?;
         let jobs: Vec<CompileJob> = code_objects
             .iter()
             .map(|c| CompileJob {
@@ -211,7 +220,7 @@ impl Builder {
                 output: c.path.clone(),
                 kind: OutputKind::CodeObject,
                 arches: arches.clone(),
-                include_dirs: vec![hip_dir.clone()],
+                include_dirs: vec![hip_dir.to_path_buf()],
                 extra_flags: self.flags.clone(),
             })
             .collect();
@@ -233,20 +242,16 @@ impl Builder {
             return Err(Error::Hipcc(failures.join("\n")));
         }
         write_if_changed(&stamp_path, stamp.as_bytes()).map_err(Error::Io)?;
-
-        let rust_file = out.join("rocm_kernels.rs");
-        write_if_changed(&rust_file, rust_constants(&code_objects, &arches).as_bytes()).map_err(Error::Io)?;
-        Ok(Built { hip_dir, code_objects, arches, rust_file, compiled, translate_s })
+        Ok((code_objects, arches, compiled))
     }
 
     /// The translator's inputs (paths relative to their kernel's or include directory's
     /// root) and, in the same order, where each came from.
-    fn inputs(&self) -> Result<(Vec<TreeFile>, Vec<PathBuf>), Error> {
-        let kernels = self.kernel_files()?;
+    fn inputs(&self, kernels: &[PathBuf]) -> Result<(Vec<TreeFile>, Vec<PathBuf>), Error> {
         let mut files: Vec<(String, PathBuf)> = Vec::new();
         // (directory, whether its subdirectories count): the kernels' own, then the include dirs
         let mut dirs: Vec<(PathBuf, bool)> = Vec::new();
-        for kernel in &kernels {
+        for kernel in kernels {
             if kernel.extension().and_then(|e| e.to_str()) != Some("cu") {
                 return Err(Error::Io(format!("{}: a kernel file is a .cu file", kernel.display())));
             }
@@ -275,9 +280,7 @@ impl Builder {
         }
         Ok((inputs, origins))
     }
-}
 
-impl Builder {
     /// The kernel files: those given one by one, then each glob's matches (sorted).
     fn kernel_files(&self) -> Result<Vec<PathBuf>, Error> {
         let mut kernels = self.kernels.clone();
@@ -307,59 +310,56 @@ impl Builder {
 /// and `ARCHES` is that arch.
 pub const HIP_ON_CUDA_VAR: &str = "CANDLE_ROCM_BUILD_HIP_ON_CUDA";
 
-impl Builder {
-    /// The hip-on-cuda build of [`HIP_ON_CUDA_VAR`]: the translated tree through
-    /// `build-kernels.sh`, again only when a translated file or the arch changed.
-    fn build_hip_on_cuda(&self, out: &Path, hip_dir: &Path, files: &[TreeFile], arch: &str) -> Result<(Vec<CodeObject>, usize), Error> {
-        println!("cargo:rerun-if-env-changed=HIP_ON_CUDA_DIR");
-        println!("cargo:rerun-if-env-changed=NVCC");
-        let dir = std::env::var_os("HIP_ON_CUDA_DIR").map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../hip-on-cuda"), PathBuf::from);
-        let script = dir.join("build-kernels.sh");
-        if !script.is_file() {
-            return Err(Error::Hipcc(format!("{HIP_ON_CUDA_VAR}={arch}: {} not found (it is in a checkout of candle-rocm: set HIP_ON_CUDA_DIR to its hip-on-cuda/)", script.display())));
-        }
-        let co_dir = out.join("hip-on-cuda");
-        let code_objects = self.code_objects(&co_dir)?;
-        // FNV-1a over the translated files and the arch: what the cubins are made from
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for byte in files.iter().flat_map(|f| f.rel_path.as_bytes().iter().chain(&f.contents)).chain(arch.as_bytes()) {
-            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
-        }
-        let stamp = format!("hip-on-cuda {arch} {hash:016x}\n");
-        let stamp_path = out.join("candle-rocm-build-stamp.txt");
-        if std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp) && code_objects.iter().all(|c| c.path.is_file()) {
-            return Ok((code_objects, 0));
-        }
-        let _ = std::fs::remove_file(&stamp_path);
-        let run = std::process::Command::new("bash").arg(&script).arg(hip_dir).arg(&co_dir).arg(arch).env("CANDLE_KERNELS_REFERENCE", "none").output();
-        let run = run.map_err(|e| Error::Hipcc(format!("running {}: {e}", script.display())))?;
-        if !run.status.success() {
-            return Err(Error::Hipcc(format!("{} for {arch} failed:\n{}{}", script.display(), String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr))));
-        }
-        if let Some(missing) = code_objects.iter().find(|c| !c.path.is_file()) {
-            return Err(Error::Hipcc(format!("{} made no {}", script.display(), missing.path.display())));
-        }
-        write_if_changed(&stamp_path, stamp.as_bytes()).map_err(Error::Io)?;
-        let compiled = code_objects.len();
-        Ok((code_objects, compiled))
+/// The hip-on-cuda build of [`HIP_ON_CUDA_VAR`]: the translated tree through
+/// `build-kernels.sh`, again only when a translated file or the arch changed. Returns the
+/// code objects (cubins) and how many were compiled.
+fn build_hip_on_cuda(out: &Path, hip_dir: &Path, files: &[TreeFile], kernels: &[PathBuf], arch: &str) -> Result<(Vec<CodeObject>, usize), Error> {
+    println!("cargo:rerun-if-env-changed=HIP_ON_CUDA_DIR");
+    println!("cargo:rerun-if-env-changed=NVCC");
+    let dir = std::env::var_os("HIP_ON_CUDA_DIR").map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../hip-on-cuda"), PathBuf::from);
+    let script = dir.join("build-kernels.sh");
+    if !script.is_file() {
+        return Err(Error::Hipcc(format!("{HIP_ON_CUDA_VAR}={arch}: {} not found (it is in a checkout of candle-rocm: set HIP_ON_CUDA_DIR to its hip-on-cuda/)", script.display())));
     }
+    let co_dir = out.join("hip-on-cuda");
+    let code_objects = code_objects(kernels, &co_dir)?;
+    // FNV-1a over the translated files and the arch: what the cubins are made from
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in files.iter().flat_map(|f| f.rel_path.as_bytes().iter().chain(&f.contents)).chain(arch.as_bytes()) {
+        hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    let stamp = format!("hip-on-cuda {arch} {hash:016x}\n");
+    let stamp_path = out.join("candle-rocm-build-stamp.txt");
+    if std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp) && code_objects.iter().all(|c| c.path.is_file()) {
+        return Ok((code_objects, 0));
+    }
+    let _ = std::fs::remove_file(&stamp_path);
+    let run = std::process::Command::new("bash").arg(&script).arg(hip_dir).arg(&co_dir).arg(arch).env("CANDLE_KERNELS_REFERENCE", "none").output();
+    let run = run.map_err(|e| Error::Hipcc(format!("running {}: {e}", script.display())))?;
+    if !run.status.success() {
+        return Err(Error::Hipcc(format!("{} for {arch} failed:\n{}{}", script.display(), String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr))));
+    }
+    if let Some(missing) = code_objects.iter().find(|c| !c.path.is_file()) {
+        return Err(Error::Hipcc(format!("{} made no {}", script.display(), missing.path.display())));
+    }
+    write_if_changed(&stamp_path, stamp.as_bytes()).map_err(Error::Io)?;
+    let compiled = code_objects.len();
+    Ok((code_objects, compiled))
 }
 
-impl Builder {
-    /// Each kernel file's code object in `dir` (`<stem>.co`) and its constant: the stem
-    /// in upper case, `-` and `.` as `_` (cudaforge's names); two of one name are an error.
-    fn code_objects(&self, dir: &Path) -> Result<Vec<CodeObject>, Error> {
-        let mut code_objects: Vec<CodeObject> = Vec::new();
-        for kernel in &self.kernel_files()? {
-            let stem = kernel.file_stem().unwrap_or_default().to_string_lossy().into_owned();
-            let name = stem.to_uppercase().replace(['-', '.'], "_");
-            if code_objects.iter().any(|c| c.name == name) {
-                return Err(Error::Io(format!("two kernel files give the constant {name}: name them apart ({})", kernel.display())));
-            }
-            code_objects.push(CodeObject { name, path: dir.join(format!("{stem}.co")) });
+/// Each kernel file's code object in `dir` (`<stem>.co`) and its constant: the stem in
+/// upper case, `-` and `.` as `_` (cudaforge's names); two of one name are an error.
+fn code_objects(kernels: &[PathBuf], dir: &Path) -> Result<Vec<CodeObject>, Error> {
+    let mut code_objects: Vec<CodeObject> = Vec::new();
+    for kernel in kernels {
+        let stem = kernel.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+        let name = stem.to_uppercase().replace(['-', '.'], "_");
+        if code_objects.iter().any(|c| c.name == name) {
+            return Err(Error::Io(format!("two kernel files give the constant {name}: name them apart ({})", kernel.display())));
         }
-        Ok(code_objects)
+        code_objects.push(CodeObject { name, path: dir.join(format!("{stem}.co")) });
     }
+    Ok(code_objects)
 }
 
 impl Built {

@@ -23,8 +23,7 @@ fn applies(label: &str) -> bool {
 /// Whether `file` of the package and release `label` names (`candle-examples 0.11.1`)
 /// is a build script this rule twins.
 pub fn twins_build_script(label: &str, file: &str) -> bool {
-    let krate = label.split(' ').next().unwrap_or_default();
-    file == "build.rs" && applies(label) && replacements::has_rows(&TABLE, krate, file)
+    file == "build.rs" && applies(label) && replacements::has_rows(&TABLE, replacements::krate(label), file)
 }
 
 /// Applies the rows for `file` of the crate that `label` names (a twinned file).

@@ -51,6 +51,12 @@ pub fn apply(table: &Table, label: &str, file: &str, parsed: &mut syn::File, sco
     apply_rows(table.rule, table.path, table.rows, label, file, parsed, scope)
 }
 
+/// The crate a provenance label names (its first word: `candle-nn 0.11.1 src/ops.rs` is
+/// candle-nn).
+pub fn krate(label: &str) -> &str {
+    label.split(' ').next().unwrap_or_default()
+}
+
 /// The release a provenance label names (its second word: `candle-nn 0.11.1 src/ops.rs`
 /// is 0.11.1), when it is one.
 pub fn release(label: &str) -> Option<(u64, u64, u64)> {
@@ -65,7 +71,7 @@ pub fn has_rows(table: &Table, krate: &str, file: &str) -> bool {
 }
 
 fn apply_rows(rule: &str, path: &str, rows: &[Replacement], label: &str, file: &str, parsed: &mut syn::File, scope: Scope) -> Result<usize, TranslateError> {
-    let krate = label.split(' ').next().unwrap_or_default();
+    let krate = krate(label);
     let rows: Vec<&Replacement> = rows.iter().filter(|r| r.krate == krate && r.file == file).collect();
     if rows.is_empty() {
         return Ok(0);
