@@ -9,8 +9,9 @@
 #     unit) -> OUT_DIR/<stem>.co, a cubin for ARCH (default sm_90), loaded at run
 #     time with hipModuleLoadData (cuModuleLoadData underneath);
 #   * the static-library units ([kernels] static_library in
-#     KERNELS_DIR/../MANIFEST.toml: upstream .cu patterns, matched against
-#     <path>.hip renamed to .cu) -> ONE OUT_DIR/libcandle_rocm_launchers.so with
+#     KERNELS_DIR/../MANIFEST.toml, or STATIC_LIBRARY: upstream .cu patterns,
+#     matched against <path>.hip renamed to .cu) -> ONE
+#     OUT_DIR/lib$LAUNCHERS_LIB.so (default libcandle_rocm_launchers.so) with
 #     the extern "C" launchers (cudart linked statically). Only the extern "C"
 #     functions of those units are exported (a linker version script).
 #
@@ -26,6 +27,8 @@
 # Environment: NVCC (else nvcc on PATH, else /usr/local/cuda/bin/nvcc),
 # JOBS (parallel compiles, default nproc), NVCC_EXTRA_FLAGS (appended),
 # CANDLE_KERNELS_REFERENCE (a reference file, or "none" to skip that check),
+# STATIC_LIBRARY (space-separated patterns instead of MANIFEST.toml's) and
+# LAUNCHERS_LIB (the library's name) for a crate's own launchers (candle-rocm-build),
 # AMD_ARCH (optional, an RDNA arch gfx10xx/gfx11xx/gfx12xx such as gfx1100 or
 # gfx1201): an emulated AMD build. KERNELS_DIR and its ../MANIFEST.toml are
 # copied to OUT_DIR/amd-emu-src/, the AMD vector aliases in its .h/.cuh/.hip
@@ -91,7 +94,11 @@ CUDA_VERSION=$("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
 
 # --- which units are which -----------------------------------------------------
 MANIFEST="$KERNELS/../MANIFEST.toml"
-if [[ -f $MANIFEST ]]; then
+OWN_UNITS=()
+if [[ -n ${STATIC_LIBRARY:-} ]]; then
+    # shellcheck disable=SC2206 # the patterns are space-separated on purpose
+    set -f; STATIC_PATTERNS=($STATIC_LIBRARY); set +f
+elif [[ -f $MANIFEST ]]; then
     # [kernels] static_library = ["moe/moe_*.cu", ...]
     mapfile -t STATIC_PATTERNS < <(awk '/^\[/{s=($0=="[kernels]")} s && /^static_library *=/' "$MANIFEST" | grep -oE '"[^"]+"' | tr -d '"')
     [[ ${#STATIC_PATTERNS[@]} -gt 0 ]] || die "$MANIFEST: no [kernels] static_library list"
@@ -99,7 +106,6 @@ if [[ -f $MANIFEST ]]; then
     # translations): their launchers are not in ffi.rs nor in the CUDA build
     mapfile -t OWN_UNITS < <(awk '/^\[/{s=($0=="[kernels]")} s && /^own_units *=/' "$MANIFEST" | grep -oE '"[^"]+"' | tr -d '"')
 else
-    OWN_UNITS=()
     STATIC_PATTERNS=("moe/moe_*.cu" "mmvq_gguf.cu" "mmq_gguf/mmq_*.cu")
     echo "build-kernels: no $MANIFEST, using the default static_library list: ${STATIC_PATTERNS[*]}" >&2
 fi
@@ -180,7 +186,9 @@ if [[ ${#failed[@]} -gt 0 ]]; then
 fi
 
 # --- link the launcher library -------------------------------------------------
-LIB="$OUT/libcandle_rocm_launchers.so"
+LIB_NAME=${LAUNCHERS_LIB:-candle_rocm_launchers}
+[[ $LIB_NAME =~ ^[A-Za-z0-9_]+$ ]] || die "LAUNCHERS_LIB must be a library name such as my_ops (got '$LIB_NAME')"
+LIB="$OUT/lib$LIB_NAME.so"
 if [[ ${#LIB_UNITS[@]} -gt 0 ]]; then
     objs=()
     for u in "${LIB_UNITS[@]}"; do objs+=("$OBJS/${u%.hip}.o"); done
@@ -193,12 +201,15 @@ if [[ ${#LIB_UNITS[@]} -gt 0 ]]; then
         | LC_ALL=C sort -u | LC_ALL=C comm -23 - "$OBJS/kernel-entries.txt")
     [[ ${#c_functions[@]} -gt 0 ]] || die "the static-library units define no extern \"C\" function"
     { echo "{ global:"; printf '  %s;\n' "${c_functions[@]}"; echo "  local: *; };"; } >"$OBJS/exports.map"
-    if ! "$NVCC" -shared -arch="$ARCH" -cudart static -o "$LIB.tmp" "${objs[@]}" \
-        -Xlinker -soname=libcandle_rocm_launchers.so -Xlinker --version-script="$OBJS/exports.map" \
-        -Xlinker --no-undefined >"$LOGS/libcandle_rocm_launchers.log" 2>&1; then
-        cat "$LOGS/libcandle_rocm_launchers.log" >&2
+    # the toolkit's own library directory (lib64 in CUDA's installs, lib in the pip wheels')
+    link_dirs=()
+    for d in "$(dirname "$NVCC")/../lib64" "$(dirname "$NVCC")/../lib"; do [[ ! -f $d/libcudart_static.a ]] || link_dirs+=("-L$d"); done
+    if ! "$NVCC" -shared -arch="$ARCH" -cudart static "${link_dirs[@]+"${link_dirs[@]}"}" -o "$LIB.tmp" "${objs[@]}" \
+        -Xlinker -soname="lib$LIB_NAME.so" -Xlinker --version-script="$OBJS/exports.map" \
+        -Xlinker --no-undefined >"$LOGS/lib$LIB_NAME.log" 2>&1; then
+        cat "$LOGS/lib$LIB_NAME.log" >&2
         rm -f "$LIB.tmp"
-        die "linking libcandle_rocm_launchers.so failed (log: $LOGS/libcandle_rocm_launchers.log)"
+        die "linking lib$LIB_NAME.so failed (log: $LOGS/lib$LIB_NAME.log)"
     fi
     mv -f "$LIB.tmp" "$LIB"
 fi
@@ -282,5 +293,5 @@ fi
 
 nk=$(grep -c '^kernel ' "$REPORT" || true) nl=$(grep -c '^launcher ' "$REPORT" || true)
 secs=$(awk -v a="$START" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
-echo "build-kernels: ${#CO_UNITS[@]} code objects ($nk kernels) + ${#LIB_UNITS[@]} units in libcandle_rocm_launchers.so ($nl launchers), nvcc $CUDA_VERSION $ARCH, $JOBS jobs, ${secs} s -> $OUT"
+echo "build-kernels: ${#CO_UNITS[@]} code objects ($nk kernels) + ${#LIB_UNITS[@]} units in lib$LIB_NAME.so ($nl launchers), nvcc $CUDA_VERSION $ARCH, $JOBS jobs, ${secs} s -> $OUT"
 [[ $problems -eq 0 ]] || die "output checks failed (see above)"

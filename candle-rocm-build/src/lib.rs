@@ -21,6 +21,11 @@
 //!   tools) and `ARCHES`; [`Built::write`] writes the same file elsewhere, as cudaforge's
 //!   bindings are written.
 //!
+//! [`Builder::build_lib`] is cudaforge's `build_lib` instead: kernels with `extern "C"`
+//! launchers compiled into host objects and archived into `lib<name>.a`, for a crate whose
+//! Rust side calls the launchers through FFI. nvcc's arguments go through
+//! [`Builder::nvcc_arg`], which gives hipcc its own spelling of each or refuses it by name.
+//!
 //! ```no_run
 //! // build.rs
 //! fn main() {
@@ -40,6 +45,7 @@ use std::time::Instant;
 
 use hip_build::build_script::{self, write_if_changed};
 use hip_build::{CompileJob, OutputKind};
+use translator::kernels::mapping::{NvccFlag, OWN_UNITS};
 use translator::kernels::{translate_tree, KernelContext};
 use translator::{TranslateError, TreeFile};
 
@@ -66,6 +72,17 @@ impl std::fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// A build script's own I/O (`std::fs::read(..)?` in a `main` that returns this crate's
+/// [`Result`], as with cudaforge's).
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io(e.to_string())
+    }
+}
+
+/// This crate's result, as cudaforge's `Result` for a build script's `main`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
 /// The kernels of one crate and where they go.
 #[derive(Debug, Clone, Default)]
 pub struct Builder {
@@ -77,6 +94,7 @@ pub struct Builder {
     hipcc: Option<PathBuf>,
     out_dir: Option<PathBuf>,
     flags: Vec<String>,
+    nvcc_args: Vec<String>,
 }
 
 /// A compiled kernel file.
@@ -85,6 +103,31 @@ pub struct CodeObject {
     /// The constant's name in `rocm_kernels.rs` (the file stem, upper case).
     pub name: String,
     pub path: PathBuf,
+}
+
+/// What [`Builder::build_lib`] made.
+#[derive(Debug, Clone)]
+pub struct Library {
+    /// The name to link (`cargo:rustc-link-lib=<name>`).
+    pub name: String,
+    /// `lib<name>.a` (hipcc), or `lib<name>.so` (hip-on-cuda).
+    pub path: PathBuf,
+    /// The translated tree.
+    pub hip_dir: PathBuf,
+    pub arches: Vec<String>,
+    /// Kernel files compiled by this call (0 when everything was up to date).
+    pub compiled: usize,
+    /// Seconds spent translating.
+    pub translate_s: f64,
+}
+
+/// The output directory, the kernel files, and their translation (written to `hip_dir`).
+struct Translated {
+    out: PathBuf,
+    kernels: Vec<PathBuf>,
+    files: Vec<TreeFile>,
+    hip_dir: PathBuf,
+    translate_s: f64,
 }
 
 /// What [`Builder::build`] made.
@@ -113,6 +156,22 @@ impl Builder {
         self
     }
 
+    /// Several `.cu` files (cudaforge's `source_files`, bindgen_cuda's `kernel_paths`).
+    pub fn kernels<I, P>(mut self, paths: I) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: AsRef<Path>,
+    {
+        self.kernels.extend(paths.into_iter().map(|p| p.as_ref().to_path_buf()));
+        self
+    }
+
+    /// Every `.cu` file in `dir` and below it (cudaforge's `source_dir`).
+    pub fn kernel_dir(self, dir: impl AsRef<Path>) -> Self {
+        let pattern = dir.as_ref().join("**").join("*.cu").to_string_lossy().into_owned();
+        self.kernel_glob(pattern)
+    }
+
     /// Every `.cu` file matching `pattern` (a glob such as `src/kernels/*.cu`), in sorted
     /// order; a pattern matching no file is an error when building.
     pub fn kernel_glob(mut self, pattern: impl Into<String>) -> Self {
@@ -123,6 +182,16 @@ impl Builder {
     /// A directory of headers (`.cuh`, `.h`, `.hpp`) the kernels include; translated too.
     pub fn include_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.include_dirs.push(dir.into());
+        self
+    }
+
+    /// Several include directories (bindgen_cuda's `include_paths`).
+    pub fn include_dirs<I, P>(mut self, dirs: I) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: AsRef<Path>,
+    {
+        self.include_dirs.extend(dirs.into_iter().map(|d| d.as_ref().to_path_buf()));
         self
     }
 
@@ -158,9 +227,99 @@ impl Builder {
         self
     }
 
+    /// An nvcc argument (cudaforge's and bindgen_cuda's `arg`), given to hipcc as
+    /// `translator::kernels::mapping::NVCC_FLAGS` says (`--use_fast_math` as `-ffast-math`,
+    /// `--expt-relaxed-constexpr` as nothing, `-Xcompiler X` as `X`); one it has no row for
+    /// is an error naming it when building.
+    pub fn nvcc_arg(mut self, arg: impl AsRef<str>) -> Self {
+        self.nvcc_args.push(arg.as_ref().to_string());
+        self
+    }
+
+    /// Several nvcc arguments ([`Builder::nvcc_arg`]).
+    pub fn nvcc_args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.nvcc_args.extend(args.into_iter().map(|a| a.as_ref().to_string()));
+        self
+    }
+
+    /// hipcc's flags: the nvcc arguments mapped, then [`Builder::flag`]'s.
+    fn hipcc_flags(&self) -> Result<Vec<String>> {
+        let mut flags = translator::kernels::compile_flags::hipcc_args(&self.nvcc_args).map_err(Error::Hipcc)?;
+        flags.extend(self.flags.iter().cloned());
+        Ok(flags)
+    }
+
     /// Translates, compiles what is out of date, writes `rocm_kernels.rs`. Prints the
     /// `cargo:rerun-if-changed` lines of the sources.
-    pub fn build(&self) -> Result<Built, Error> {
+    pub fn build(&self) -> Result<Built> {
+        let t = self.translate()?;
+        let (code_objects, arches, compiled) = match self.hip_on_cuda_arch() {
+            Some(arch) => {
+                let (code_objects, compiled) = build_hip_on_cuda(&t, &arch, None, &self.hipcc_flags()?)?;
+                (code_objects, vec![arch], compiled)
+            }
+            None => self.build_hipcc(&t, OutputKind::CodeObject)?,
+        };
+        let rust_file = t.out.join("rocm_kernels.rs");
+        write_if_changed(&rust_file, rust_constants(&code_objects, &arches).as_bytes()).map_err(Error::Io)?;
+        Ok(Built { hip_dir: t.hip_dir, code_objects, arches, rust_file, compiled, translate_s: t.translate_s })
+    }
+
+    /// cudaforge's and bindgen_cuda's `build_lib`: the kernel files with their `extern "C"`
+    /// launchers (host code that launches the kernels, called from Rust through FFI),
+    /// compiled with hipcc into host objects with the device code embedded, archived into
+    /// `out_file` (`lib<name>.a`). As with the CUDA tools, the build script prints the link
+    /// lines (`cargo:rustc-link-search` of its directory, `cargo:rustc-link-lib=<name>`);
+    /// the HIP runtime the launchers call comes with candle's `rocm` feature.
+    ///
+    /// With [`HIP_ON_CUDA_VAR`], the launchers go through `hip-on-cuda/build-kernels.sh`
+    /// into `lib<name>.so` beside `out_file` instead (CUDA's runtime linked into it), which
+    /// the same link lines find; the program then needs that directory on its library path.
+    pub fn build_lib(&self, out_file: impl AsRef<Path>) -> Result<Library> {
+        let out_file = out_file.as_ref();
+        let name = out_file
+            .file_name()
+            .and_then(|f| f.to_str())
+            .and_then(|f| f.strip_prefix("lib")?.strip_suffix(".a"))
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| Error::Io(format!("{}: a static library's file is named lib<name>.a", out_file.display())))?
+            .to_string();
+        let dir = out_file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(|e| Error::Io(format!("creating {}: {e}", dir.display())))?;
+        let t = self.translate()?;
+        let (path, arches, compiled) = match self.hip_on_cuda_arch() {
+            Some(arch) => {
+                let (_, compiled) = build_hip_on_cuda(&t, &arch, Some(&name), &self.hipcc_flags()?)?;
+                let built = t.out.join("hip-on-cuda").join(format!("lib{name}.so"));
+                let path = dir.join(format!("lib{name}.so"));
+                std::fs::copy(&built, &path).map_err(|e| Error::Io(format!("copying {} to {}: {e}", built.display(), path.display())))?;
+                (path, vec![arch], compiled)
+            }
+            None => {
+                let (objects, arches, compiled) = self.build_hipcc(&t, OutputKind::Object)?;
+                if compiled > 0 || !out_file.is_file() {
+                    let hipcc = self.locate_hipcc()?;
+                    let objects: Vec<&Path> = objects.iter().map(|o| o.path.as_path()).collect();
+                    build_script::archive(&hipcc, out_file, &objects).map_err(Error::Hipcc)?;
+                }
+                (out_file.to_path_buf(), arches, compiled)
+            }
+        };
+        Ok(Library { name, path, hip_dir: t.hip_dir, arches, compiled, translate_s: t.translate_s })
+    }
+
+    fn hip_on_cuda_arch(&self) -> Option<String> {
+        println!("cargo:rerun-if-env-changed={HIP_ON_CUDA_VAR}");
+        self.hip_on_cuda.clone().or_else(|| std::env::var(HIP_ON_CUDA_VAR).ok().filter(|a| !a.is_empty()))
+    }
+
+    /// The output directory, the kernel files, and their translation written to `hip/`
+    /// there. Prints the `cargo:rerun-if-changed` lines of the sources.
+    fn translate(&self) -> Result<Translated> {
         let out = match &self.out_dir {
             Some(d) => d.clone(),
             None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or_else(|| Error::Io("OUT_DIR is not set: call Builder::build from build.rs, or give Builder::out_dir".into()))?),
@@ -182,52 +341,53 @@ impl Builder {
         let translated = translate_tree(&inputs, &ctx).map_err(|e| Error::Translate(with_origin(e, &inputs, &origins)))?;
         let translate_s = start.elapsed().as_secs_f64();
         let hip_dir = out.join("hip");
-        for file in &translated.files {
+        // candle-rocm's own units (flash attention's run_mha) are Candle's, not this crate's
+        let files: Vec<TreeFile> = translated.files.into_iter().filter(|f| !OWN_UNITS.iter().any(|(unit, _, _)| f.rel_path == *unit)).collect();
+        for file in &files {
             write_if_changed(&hip_dir.join(&file.rel_path), &file.contents).map_err(Error::Io)?;
         }
-
-        println!("cargo:rerun-if-env-changed={HIP_ON_CUDA_VAR}");
-        let (code_objects, arches, compiled) = match self.hip_on_cuda.clone().or_else(|| std::env::var(HIP_ON_CUDA_VAR).ok().filter(|a| !a.is_empty())) {
-            Some(arch) => {
-                let (code_objects, compiled) = build_hip_on_cuda(&out, &hip_dir, &translated.files, &kernels, &arch)?;
-                (code_objects, vec![arch], compiled)
-            }
-            None => self.build_hipcc(&out, &hip_dir, &kernels)?,
-        };
-        let rust_file = out.join("rocm_kernels.rs");
-        write_if_changed(&rust_file, rust_constants(&code_objects, &arches).as_bytes()).map_err(Error::Io)?;
-        Ok(Built { hip_dir, code_objects, arches, rust_file, compiled, translate_s })
+        Ok(Translated { out, kernels, files, hip_dir, translate_s })
     }
 
-    /// The AMD build: each kernel file's code object for the chosen arches, with hipcc,
-    /// compiled again only when out of date. Returns the code objects, the arches and how
-    /// many were compiled.
-    fn build_hipcc(&self, out: &Path, hip_dir: &Path, kernels: &[PathBuf]) -> Result<(Vec<CodeObject>, Vec<String>, usize), Error> {
-        let hipcc = match &self.hipcc {
-            Some(path) => hip_build::Hipcc::at(path),
-            None => build_script::locate_hipcc("candle-rocm-build compiles this crate's kernels for AMD GPUs", "builds without ROCm need no hipcc").map_err(Error::Hipcc)?,
-        };
+    fn locate_hipcc(&self) -> Result<hip_build::Hipcc> {
+        match &self.hipcc {
+            Some(path) => Ok(hip_build::Hipcc::at(path)),
+            None => build_script::locate_hipcc("candle-rocm-build compiles this crate's kernels for AMD GPUs", "builds without ROCm need no hipcc").map_err(Error::Hipcc),
+        }
+    }
+
+    /// The AMD build: each kernel file's code object (or host object, for a library) for the
+    /// chosen arches, with hipcc, compiled again only when out of date. Returns the outputs,
+    /// the arches and how many were compiled.
+    fn build_hipcc(&self, t: &Translated, kind: OutputKind) -> Result<(Vec<CodeObject>, Vec<String>, usize)> {
+        let (out, hip_dir) = (t.out.as_path(), t.hip_dir.as_path());
+        let hipcc = self.locate_hipcc()?;
         let version = build_script::check_version(&hipcc).map_err(Error::Hipcc)?;
         let arches = match &self.arches {
             Some(a) => a.clone(),
             None => build_script::choose_arches(&hipcc, &version).map_err(Error::Hipcc)?,
         };
-        let code_objects = code_objects(kernels, out)?;
+        let (dir, ext, stamp_name) = match kind {
+            OutputKind::CodeObject => (out.to_path_buf(), "co", "candle-rocm-build-stamp.txt"),
+            OutputKind::Object => (out.join("lib-objects"), "o", "candle-rocm-build-lib-stamp.txt"),
+        };
+        let code_objects = code_objects(&t.kernels, &dir, ext)?;
+        let flags = self.hipcc_flags()?;
         let jobs: Vec<CompileJob> = code_objects
             .iter()
             .map(|c| CompileJob {
                 source: hip_dir.join(c.path.with_extension("hip").file_name().unwrap_or_default()),
                 output: c.path.clone(),
-                kind: OutputKind::CodeObject,
+                kind,
                 arches: arches.clone(),
                 include_dirs: vec![hip_dir.to_path_buf()],
-                extra_flags: self.flags.clone(),
+                extra_flags: flags.clone(),
             })
             .collect();
 
         // what changes every output: a new value recompiles all of them
-        let stamp = format!("hipcc={} {version}\narches={}\nflags={}\n", hipcc.path().display(), arches.join(","), self.flags.join(" "));
-        let stamp_path = out.join("candle-rocm-build-stamp.txt");
+        let stamp = format!("hipcc={} {version}\narches={}\nflags={}\n", hipcc.path().display(), arches.join(","), flags.join(" "));
+        let stamp_path = out.join(stamp_name);
         let stamp_ok = std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp);
         if !stamp_ok {
             let _ = std::fs::remove_file(&stamp_path);
@@ -247,7 +407,7 @@ impl Builder {
 
     /// The translator's inputs (paths relative to their kernel's or include directory's
     /// root) and, in the same order, where each came from.
-    fn inputs(&self, kernels: &[PathBuf]) -> Result<(Vec<TreeFile>, Vec<PathBuf>), Error> {
+    fn inputs(&self, kernels: &[PathBuf]) -> Result<(Vec<TreeFile>, Vec<PathBuf>)> {
         let mut files: Vec<(String, PathBuf)> = Vec::new();
         // (directory, whether its subdirectories count): the kernels' own, then the include dirs
         let mut dirs: Vec<(PathBuf, bool)> = Vec::new();
@@ -282,7 +442,7 @@ impl Builder {
     }
 
     /// The kernel files: those given one by one, then each glob's matches (sorted).
-    fn kernel_files(&self) -> Result<Vec<PathBuf>, Error> {
+    fn kernel_files(&self) -> Result<Vec<PathBuf>> {
         let mut kernels = self.kernels.clone();
         for pattern in &self.globs {
             let paths = glob::glob(pattern).map_err(|e| Error::Io(format!("the kernel glob `{pattern}`: {e}")))?;
@@ -311,9 +471,14 @@ impl Builder {
 pub const HIP_ON_CUDA_VAR: &str = "CANDLE_ROCM_BUILD_HIP_ON_CUDA";
 
 /// The hip-on-cuda build of [`HIP_ON_CUDA_VAR`]: the translated tree through
-/// `build-kernels.sh`, again only when a translated file or the arch changed. Returns the
-/// code objects (cubins) and how many were compiled.
-fn build_hip_on_cuda(out: &Path, hip_dir: &Path, files: &[TreeFile], kernels: &[PathBuf], arch: &str) -> Result<(Vec<CodeObject>, usize), Error> {
+/// `build-kernels.sh` (every unit into `lib<library>.so` when a library is asked for),
+/// with the flags nvcc takes as hipcc does (`-D`, `-O`, `-std`: rows `Same` of
+/// `NVCC_FLAGS`), again only when a translated file, the arch, the flags or the library
+/// changed. Returns the code
+/// objects (cubins; none for a library) and how many units were compiled.
+fn build_hip_on_cuda(t: &Translated, arch: &str, library: Option<&str>, flags: &[String]) -> Result<(Vec<CodeObject>, usize)> {
+    let flags: Vec<&str> = flags.iter().map(String::as_str).filter(|f| translator::kernels::compile_flags::row(f) == Some(NvccFlag::Same)).collect();
+    let flags = flags.join(" ");
     println!("cargo:rerun-if-env-changed=HIP_ON_CUDA_DIR");
     println!("cargo:rerun-if-env-changed=NVCC");
     let dir = std::env::var_os("HIP_ON_CUDA_DIR").map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../hip-on-cuda"), PathBuf::from);
@@ -321,35 +486,45 @@ fn build_hip_on_cuda(out: &Path, hip_dir: &Path, files: &[TreeFile], kernels: &[
     if !script.is_file() {
         return Err(Error::Hipcc(format!("{HIP_ON_CUDA_VAR}={arch}: {} not found (it is in a checkout of candle-rocm: set HIP_ON_CUDA_DIR to its hip-on-cuda/)", script.display())));
     }
-    let co_dir = out.join("hip-on-cuda");
-    let code_objects = code_objects(kernels, &co_dir)?;
-    // FNV-1a over the translated files and the arch: what the cubins are made from
+    let co_dir = t.out.join("hip-on-cuda");
+    let (code_objects, outputs) = match library {
+        None => {
+            let code_objects = code_objects(&t.kernels, &co_dir, "co")?;
+            let outputs = code_objects.iter().map(|c| c.path.clone()).collect();
+            (code_objects, outputs)
+        }
+        Some(name) => (Vec::new(), vec![co_dir.join(format!("lib{name}.so"))]),
+    };
+    // FNV-1a over the translated files, the arch and the library: what the outputs are made from
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in files.iter().flat_map(|f| f.rel_path.as_bytes().iter().chain(&f.contents)).chain(arch.as_bytes()) {
+    for byte in t.files.iter().flat_map(|f| f.rel_path.as_bytes().iter().chain(&f.contents)).chain(arch.as_bytes()).chain(library.unwrap_or("").as_bytes()).chain(flags.as_bytes()) {
         hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
     }
     let stamp = format!("hip-on-cuda {arch} {hash:016x}\n");
-    let stamp_path = out.join("candle-rocm-build-stamp.txt");
-    if std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp) && code_objects.iter().all(|c| c.path.is_file()) {
+    let stamp_path = t.out.join(if library.is_some() { "candle-rocm-build-lib-stamp.txt" } else { "candle-rocm-build-stamp.txt" });
+    if std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp) && outputs.iter().all(|p| p.is_file()) {
         return Ok((code_objects, 0));
     }
     let _ = std::fs::remove_file(&stamp_path);
-    let run = std::process::Command::new("bash").arg(&script).arg(hip_dir).arg(&co_dir).arg(arch).env("CANDLE_KERNELS_REFERENCE", "none").output();
-    let run = run.map_err(|e| Error::Hipcc(format!("running {}: {e}", script.display())))?;
+    let mut command = std::process::Command::new("bash");
+    command.arg(&script).arg(&t.hip_dir).arg(&co_dir).arg(arch).env("CANDLE_KERNELS_REFERENCE", "none").env("NVCC_EXTRA_FLAGS", &flags);
+    if let Some(name) = library {
+        command.env("STATIC_LIBRARY", "*").env("LAUNCHERS_LIB", name);
+    }
+    let run = command.output().map_err(|e| Error::Hipcc(format!("running {}: {e}", script.display())))?;
     if !run.status.success() {
         return Err(Error::Hipcc(format!("{} for {arch} failed:\n{}{}", script.display(), String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr))));
     }
-    if let Some(missing) = code_objects.iter().find(|c| !c.path.is_file()) {
-        return Err(Error::Hipcc(format!("{} made no {}", script.display(), missing.path.display())));
+    if let Some(missing) = outputs.iter().find(|p| !p.is_file()) {
+        return Err(Error::Hipcc(format!("{} made no {}", script.display(), missing.display())));
     }
     write_if_changed(&stamp_path, stamp.as_bytes()).map_err(Error::Io)?;
-    let compiled = code_objects.len();
-    Ok((code_objects, compiled))
+    Ok((code_objects, t.kernels.len()))
 }
 
-/// Each kernel file's code object in `dir` (`<stem>.co`) and its constant: the stem in
+/// Each kernel file's output in `dir` (`<stem>.<ext>`) and its constant: the stem in
 /// upper case, `-` and `.` as `_` (cudaforge's names); two of one name are an error.
-fn code_objects(kernels: &[PathBuf], dir: &Path) -> Result<Vec<CodeObject>, Error> {
+fn code_objects(kernels: &[PathBuf], dir: &Path, ext: &str) -> Result<Vec<CodeObject>> {
     let mut code_objects: Vec<CodeObject> = Vec::new();
     for kernel in kernels {
         let stem = kernel.file_stem().unwrap_or_default().to_string_lossy().into_owned();
@@ -357,7 +532,7 @@ fn code_objects(kernels: &[PathBuf], dir: &Path) -> Result<Vec<CodeObject>, Erro
         if code_objects.iter().any(|c| c.name == name) {
             return Err(Error::Io(format!("two kernel files give the constant {name}: name them apart ({})", kernel.display())));
         }
-        code_objects.push(CodeObject { name, path: dir.join(format!("{stem}.co")) });
+        code_objects.push(CodeObject { name, path: dir.join(format!("{stem}.{ext}")) });
     }
     Ok(code_objects)
 }
@@ -365,7 +540,7 @@ fn code_objects(kernels: &[PathBuf], dir: &Path) -> Result<Vec<CodeObject>, Erro
 impl Built {
     /// Writes `rocm_kernels.rs`' constants to `path` as well (as cudaforge's bindings are
     /// written where the build script says); rewritten only when its text changes.
-    pub fn write(&self, path: impl AsRef<Path>) -> Result<(), Error> {
+    pub fn write(&self, path: impl AsRef<Path>) -> Result<()> {
         let text = rust_constants(&self.code_objects, &self.arches);
         write_if_changed(path.as_ref(), text.as_bytes()).map_err(Error::Io)
     }
@@ -376,7 +551,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// The headers in `dir` (and below it when `below`), relative to `root`.
-fn headers(root: &Path, dir: &Path, below: bool, files: &mut Vec<(String, PathBuf)>) -> Result<(), Error> {
+fn headers(root: &Path, dir: &Path, below: bool, files: &mut Vec<(String, PathBuf)>) -> Result<()> {
     let entries = std::fs::read_dir(dir).map_err(|e| Error::Io(format!("reading the include directory {}: {e}", dir.display())))?;
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();

@@ -9,6 +9,16 @@ fn kernels() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels")
 }
 
+/// The ROCm 7.2 root's hipcc, or None (having said that the test did not run).
+fn rocm_7_2_hipcc() -> Option<PathBuf> {
+    let hipcc = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/rocm/7.2/bin/hipcc");
+    if !hipcc.is_file() {
+        println!("not run: no ROCm 7.2 root ({} missing: cargo xtask rocm-root 7.2)", hipcc.display());
+        return None;
+    }
+    Some(hipcc)
+}
+
 #[test]
 fn a_users_kernels_are_translated_compiled_and_cached() {
     let out = tempfile::tempdir().unwrap();
@@ -79,6 +89,18 @@ fn the_hip_on_cuda_build_gives_cubins_with_the_kernels() {
     }
     assert_eq!(builder.build().unwrap().compiled, 0, "nothing changed: nothing is compiled");
     println!("{}: cubin of {} bytes", nvcc.display(), cubin.len());
+
+    // launchers: lib<name>.so beside the asked-for lib<name>.a, exporting them
+    let rotary = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/user-ffi-rotary/kernels/rotary.cu");
+    let builder = candle_rocm_build::Builder::new().kernel(rotary).nvcc_args(["-O3", "--expt-relaxed-constexpr"]).hip_on_cuda("sm_90").out_dir(out.path().join("lib-build"));
+    let lib = builder.build_lib(out.path().join("lib/librotary.a")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((lib.path.clone(), lib.compiled), (out.path().join("lib/librotary.so"), 1));
+    let nm = std::process::Command::new("nm").arg("-D").arg("--defined-only").arg(&lib.path).output().unwrap();
+    let symbols = String::from_utf8_lossy(&nm.stdout);
+    for launcher in ["run_rotary_f32", "run_rotary_f16", "run_rotary_bf16"] {
+        assert!(symbols.lines().any(|l| l.ends_with(&format!(" T {launcher}"))), "{launcher} not exported by {}:\n{symbols}", lib.path.display());
+    }
+    assert_eq!(builder.build_lib(out.path().join("lib/librotary.a")).unwrap().compiled, 0, "nothing changed: nothing is compiled");
 }
 
 /// tests/user-custom-op's kernels (a user's crate, run on the H100 by its run.sh) with the
@@ -88,11 +110,7 @@ fn the_hip_on_cuda_build_gives_cubins_with_the_kernels() {
 #[test]
 fn a_users_crate_builds_with_rocm_7_2_for_cdna3_rdna3_and_rdna4() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let hipcc = root.join("target/rocm/7.2/bin/hipcc");
-    if !hipcc.is_file() {
-        println!("not run: no ROCm 7.2 root ({} missing: cargo xtask rocm-root 7.2)", hipcc.display());
-        return;
-    }
+    let Some(hipcc) = rocm_7_2_hipcc() else { return };
     let out = tempfile::tempdir().unwrap();
     let kernels = root.join("tests/user-custom-op/kernels");
     let arches = ["gfx942", "gfx1100", "gfx1201"];
@@ -111,4 +129,62 @@ fn a_users_crate_builds_with_rocm_7_2_for_cdna3_rdna3_and_rdna4() {
         }
     }
     println!("ROCm 7.2: {} for {}", built.code_objects[0].path.display(), arches.join(", "));
+}
+
+/// tests/user-ffi-rotary's kernels and `extern "C"` launchers (a crate written for CUDA,
+/// its build.rs ported by `cargo xtask port-crate`) as `build_lib` builds them with ROCm
+/// 7.2 for CI's three arches: the static library defines the three launchers, and the
+/// same file's code object holds the kernel of each dtype for every arch. Needs the release's root (`cargo xtask rocm-root 7.2`); without it
+/// the test says it did not run.
+#[test]
+fn a_crates_launchers_become_a_static_library_with_rocm_7_2() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let Some(hipcc) = rocm_7_2_hipcc() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let arches = ["gfx942", "gfx1100", "gfx1201"];
+    let builder = candle_rocm_build::Builder::new()
+        .kernel_glob(format!("{}/tests/user-ffi-rotary/kernels/*.cu", root.display()))
+        .nvcc_args(["-std=c++17", "-O3", "-U__CUDA_NO_HALF_OPERATORS__", "--expt-relaxed-constexpr", "-Xcompiler", "-fPIC"])
+        .hipcc(&hipcc)
+        .arches(&arches)
+        .out_dir(out.path());
+    let lib = builder.build_lib(out.path().join("librotary.a")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((lib.name.as_str(), lib.compiled), ("rotary", 1));
+    let nm = std::process::Command::new("nm").arg("--defined-only").arg("-g").arg(&lib.path).output().unwrap();
+    let symbols = String::from_utf8_lossy(&nm.stdout);
+    for launcher in ["run_rotary_f32", "run_rotary_f16", "run_rotary_bf16"] {
+        assert!(symbols.lines().any(|l| l.ends_with(&format!(" T {launcher}"))), "{launcher} not defined in {}:\n{symbols}", lib.path.display());
+    }
+    // the kernels inside: the same translation as a code object, per arch
+    let built = builder.build().unwrap_or_else(|e| panic!("{e}"));
+    for arch in arches {
+        let names = hip_build::kernel_symbols(&built.code_objects[0].path, arch).unwrap();
+        // rotary_kernel<float>, <__half>, <__nv_bfloat16> (the compat header's candle_bf16)
+        for mangled in ["_Z13rotary_kernelIfEvPKT_S2_S2_PS0_jjj", "_Z13rotary_kernelI6__halfEvPKT_S3_S3_PS1_jjj", "_Z13rotary_kernelI11candle_bf16EvPKT_S3_S3_PS1_jjj"] {
+            assert!(names.contains(mangled), "{arch}: {mangled} not in {names:?}");
+        }
+    }
+    println!("ROCm 7.2: {} ({} launchers) for {}", lib.path.display(), 3, arches.join(", "));
+}
+
+/// `build_lib` with this machine's hipcc for the CI arches: the launchers archived, the
+/// link name from the file's name, a second build compiles nothing, and a name that is
+/// not `lib<name>.a` is refused.
+#[test]
+fn a_static_library_of_launchers_is_built_and_cached() {
+    let out = tempfile::tempdir().unwrap();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let builder = candle_rocm_build::Builder::new()
+        .kernel(root.join("tests/user-ffi-rotary/kernels/rotary.cu"))
+        .nvcc_arg("--expt-relaxed-constexpr")
+        .arches(&["gfx90a", "gfx1030"])
+        .out_dir(out.path());
+    let lib = builder.build_lib(out.path().join("lib/librotary.a")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((lib.name.as_str(), lib.compiled, lib.path.is_file()), ("rotary", 1, true));
+    let again = builder.build_lib(out.path().join("lib/librotary.a")).unwrap();
+    assert_eq!(again.compiled, 0, "nothing changed: nothing is compiled");
+    let err = builder.build_lib(out.path().join("rotary.lib")).unwrap_err().to_string();
+    assert!(err.contains("rotary.lib: a static library's file is named lib<name>.a"), "{err}");
+    let err = builder.clone().nvcc_arg("--keep").build_lib(out.path().join("librotary.a")).unwrap_err().to_string();
+    assert!(err.contains("`--keep` has no hipcc counterpart"), "{err}");
 }

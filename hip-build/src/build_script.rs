@@ -108,6 +108,28 @@ pub fn write_if_changed(path: &Path, text: &[u8]) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
+/// Archives host objects (launchers compiled with [`crate::OutputKind::Object`]) into the
+/// static library `lib` with `$AR`, `ar`, or the `llvm-ar` beside hipcc.
+pub fn archive(hipcc: &Hipcc, lib: &Path, objects: &[&Path]) -> Result<(), String> {
+    let _ = std::fs::remove_file(lib);
+    let mut tools: Vec<PathBuf> = std::env::var_os("AR").map(PathBuf::from).into_iter().collect();
+    tools.push("ar".into());
+    tools.extend(hipcc.path().parent().map(|d| d.join("llvm-ar")));
+    tools.push("llvm-ar".into());
+    for tool in &tools {
+        // `q`, not `r`: members with the same file name in different directories are all kept
+        let Ok(out) = Command::new(tool).arg("qcs").arg(lib).args(objects).output() else {
+            continue;
+        };
+        if out.status.success() {
+            return Ok(());
+        }
+        return Err(format!("{} qcs {} failed:\n{}", tool.display(), lib.display(), String::from_utf8_lossy(&out.stderr)));
+    }
+    let tried = tools.iter().map(|t| t.display().to_string()).collect::<Vec<_>>().join(", ");
+    Err(format!("no archiver found to build {} (tried {tried}): install binutils or set AR", lib.display()))
+}
+
 /// Rust source embedding code objects: `pub const NAME: &[u8]` for each `(NAME, path)`,
 /// 4096-aligned so that a code object can be loaded in place.
 pub fn code_object_consts<'a>(objects: impl IntoIterator<Item = (&'a str, &'a Path)>) -> String {

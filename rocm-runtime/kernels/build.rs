@@ -5,7 +5,6 @@
 //! See the crate docs (src/lib.rs) for the environment variables.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use hip_build::{CompileJob, Hipcc, OutputKind};
 
@@ -167,7 +166,8 @@ fn run() -> Result<()> {
         println!("cargo:rustc-link-search=native={}", out_dir.display());
         match launchers {
             Launchers::Static => {
-                archive(&hipcc, &out_dir, &objects)?;
+                let objects: Vec<&Path> = objects.iter().map(|j| j.output.as_path()).collect();
+                hip_build::build_script::archive(&hipcc, &out_dir.join(format!("lib{STATIC_LIB}.a")), &objects)?;
                 println!("cargo:rustc-link-lib=static={STATIC_LIB}");
                 // The objects need only the HIP runtime (hipLaunchKernel, __hipRegisterFatBinary, …), not libstdc++:
                 // amdhip64 and its search path come from candle-rocm-hip.
@@ -271,48 +271,6 @@ fn write_modules(out_dir: &Path, modules: &[&CompileJob], arches: &[String]) -> 
         &out_dir.join("modules.rs"),
         &format!("{ids}}}\n\n{all}];\n\n{all_modules}];\n\n{consts}"),
     )
-}
-
-/// Archives the host objects into `lib{STATIC_LIB}.a` with `$AR`, `ar`, or the `llvm-ar` beside hipcc.
-fn archive(hipcc: &Hipcc, out_dir: &Path, objects: &[&CompileJob]) -> Result<()> {
-    let lib = out_dir.join(format!("lib{STATIC_LIB}.a"));
-    let _ = std::fs::remove_file(&lib);
-    let mut tools: Vec<PathBuf> = std::env::var_os("AR")
-        .map(PathBuf::from)
-        .into_iter()
-        .collect();
-    tools.push("ar".into());
-    tools.extend(hipcc.path().parent().map(|d| d.join("llvm-ar")));
-    tools.push("llvm-ar".into());
-    for tool in &tools {
-        // `q`, not `r`: members with the same file name in different directories are all kept
-        let Ok(out) = Command::new(tool)
-            .arg("qcs")
-            .arg(&lib)
-            .args(objects.iter().map(|j| &j.output))
-            .output()
-        else {
-            continue;
-        };
-        if out.status.success() {
-            return Ok(());
-        }
-        return Err(format!(
-            "{} qcs {} failed:\n{}",
-            tool.display(),
-            lib.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Err(format!(
-        "no archiver found to build {} (tried {}): install binutils or set AR",
-        lib.display(),
-        tools
-            .iter()
-            .map(|t| t.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
 }
 
 /// Links the host objects into `lib{SHARED_LIB}.so` (soname the same) with hipcc, against the HIP runtime.

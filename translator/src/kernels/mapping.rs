@@ -569,3 +569,46 @@ pub const WAVE_ROW_EDITS: &[FunctionEdit] = &[
         why: "the shuffle spans the wavefront",
     },
 ];
+
+/// What an nvcc command-line argument becomes for hipcc ([`super::compile_flags`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NvccFlag {
+    /// hipcc takes it as it is.
+    Same,
+    /// hipcc's spelling.
+    To(&'static str),
+    /// Nothing: what it asks of nvcc is already so for hipcc, or means nothing for an AMD GPU (why).
+    Drop(&'static str),
+    /// A flag for the host compiler: the next argument goes to hipcc as it is (clang is both).
+    HostNext,
+}
+
+/// nvcc arguments a crate's build script passes (cudaforge's `arg`, bindgen_cuda's `arg`), as
+/// hipcc arguments. A key ending in `*` matches every argument it begins; the first row that
+/// matches wins. An argument no row matches is an error naming it.
+pub const NVCC_FLAGS: &[(&str, NvccFlag)] = &[
+    ("-std=*", NvccFlag::Same),
+    ("-O*", NvccFlag::Same),
+    ("-D*", NvccFlag::Same),
+    ("-I*", NvccFlag::Same),
+    ("-g", NvccFlag::Same),
+    ("-w", NvccFlag::Same),
+    ("-fPIC", NvccFlag::Same),
+    ("-U__CUDA_NO_*", NvccFlag::Drop("CUDA's switches that hide the half/bfloat16 operators and conversions: HIP's types always have them")),
+    ("-U*", NvccFlag::Same),
+    ("--use_fast_math", NvccFlag::To("-ffast-math")),
+    ("-use_fast_math", NvccFlag::To("-ffast-math")),
+    ("--expt-relaxed-constexpr", NvccFlag::Drop("clang calls constexpr functions from device code without it")),
+    ("--expt-extended-lambda", NvccFlag::Drop("clang takes __device__ lambdas without it")),
+    ("--extended-lambda", NvccFlag::Drop("clang takes __device__ lambdas without it")),
+    ("--verbose", NvccFlag::Drop("nvcc's listing of its phases")),
+    ("-lineinfo", NvccFlag::Drop("PTX line tables for NVIDIA's profilers")),
+    ("--generate-line-info", NvccFlag::Drop("PTX line tables for NVIDIA's profilers")),
+    ("-Xcompiler", NvccFlag::HostNext),
+    ("--compiler-options", NvccFlag::HostNext),
+    ("--ptxas-options=*", NvccFlag::Drop("options of ptxas, NVIDIA's assembler")),
+    ("-maxrregcount=*", NvccFlag::Drop("a register cap for NVIDIA's register file")),
+    ("-arch=*", NvccFlag::Drop("an NVIDIA arch: the AMD arches are chosen apart (CANDLE_ROCM_ARCHS)")),
+    ("--gpu-architecture=*", NvccFlag::Drop("an NVIDIA arch: the AMD arches are chosen apart (CANDLE_ROCM_ARCHS)")),
+    ("-gencode=*", NvccFlag::Drop("an NVIDIA arch: the AMD arches are chosen apart (CANDLE_ROCM_ARCHS)")),
+];

@@ -3,6 +3,7 @@
 //! Each file is lexed, then every rule in [`rules::PIPELINE`] runs in order;
 //! the last one, `residue-check`, fails on anything CUDA-only that is left.
 
+pub mod compile_flags;
 pub mod mapping;
 pub mod rules;
 
