@@ -110,7 +110,7 @@ pub struct CodeObject {
 pub struct Library {
     /// The name to link (`cargo:rustc-link-lib=<name>`).
     pub name: String,
-    /// `lib<name>.a` (hipcc), or `lib<name>.so` (hip-on-cuda).
+    /// `lib<name>.a`.
     pub path: PathBuf,
     /// The translated tree.
     pub hip_dir: PathBuf,
@@ -276,9 +276,11 @@ impl Builder {
     /// lines (`cargo:rustc-link-search` of its directory, `cargo:rustc-link-lib=<name>`);
     /// the HIP runtime the launchers call comes with candle's `rocm` feature.
     ///
-    /// With [`HIP_ON_CUDA_VAR`], the launchers go through `hip-on-cuda/build-kernels.sh`
-    /// into `lib<name>.so` beside `out_file` instead (CUDA's runtime linked into it), which
-    /// the same link lines find; the program then needs that directory on its library path.
+    /// With [`HIP_ON_CUDA_VAR`], nvcc compiles the launchers through
+    /// `hip-on-cuda/build-kernels.sh` (which also links them once, to check that they
+    /// export the `extern "C"` functions and need nothing undefined), and the same
+    /// `lib<name>.a` holds nvcc's objects; this prints the link lines of CUDA's static
+    /// runtime they call.
     pub fn build_lib(&self, out_file: impl AsRef<Path>) -> Result<Library> {
         let out_file = out_file.as_ref();
         let name = out_file
@@ -294,17 +296,26 @@ impl Builder {
         let (path, arches, compiled) = match self.hip_on_cuda_arch() {
             Some(arch) => {
                 let (_, compiled) = build_hip_on_cuda(&t, &arch, Some(&name), &self.hipcc_flags()?)?;
-                let built = t.out.join("hip-on-cuda").join(format!("lib{name}.so"));
-                let path = dir.join(format!("lib{name}.so"));
-                std::fs::copy(&built, &path).map_err(|e| Error::Io(format!("copying {} to {}: {e}", built.display(), path.display())))?;
-                (path, vec![arch], compiled)
+                // nvcc's host objects (the cubins embedded), as hipcc's are archived
+                let objects = code_objects(&t.kernels, &t.out.join("hip-on-cuda/obj"), "o")?;
+                if compiled > 0 || !out_file.is_file() {
+                    let objects: Vec<&Path> = objects.iter().map(|o| o.path.as_path()).collect();
+                    build_script::archive(None, out_file, &objects).map_err(Error::Hipcc)?;
+                }
+                // what nvcc's objects call: CUDA's runtime, linked statically as nvcc links it
+                let cuda_lib = cuda_library_dir()?;
+                println!("cargo:rustc-link-search=native={}", cuda_lib.display());
+                for lib in ["static=cudart_static", "dylib=dl", "dylib=rt", "dylib=pthread"] {
+                    println!("cargo:rustc-link-lib={lib}");
+                }
+                (out_file.to_path_buf(), vec![arch], compiled)
             }
             None => {
                 let (objects, arches, compiled) = self.build_hipcc(&t, OutputKind::Object)?;
                 if compiled > 0 || !out_file.is_file() {
                     let hipcc = self.locate_hipcc()?;
                     let objects: Vec<&Path> = objects.iter().map(|o| o.path.as_path()).collect();
-                    build_script::archive(&hipcc, out_file, &objects).map_err(Error::Hipcc)?;
+                    build_script::archive(Some(&hipcc), out_file, &objects).map_err(Error::Hipcc)?;
                 }
                 (out_file.to_path_buf(), arches, compiled)
             }
@@ -520,6 +531,22 @@ fn build_hip_on_cuda(t: &Translated, arch: &str, library: Option<&str>, flags: &
     }
     write_if_changed(&stamp_path, stamp.as_bytes()).map_err(Error::Io)?;
     Ok((code_objects, t.kernels.len()))
+}
+
+/// The CUDA toolkit's library directory holding `libcudart_static.a`: beside nvcc (`NVCC`,
+/// else on PATH, else /usr/local/cuda/bin/nvcc), `lib64` in CUDA's installs, `lib` in the
+/// pip wheels'.
+fn cuda_library_dir() -> Result<PathBuf> {
+    let nvcc = std::env::var_os("NVCC")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join("nvcc")).find(|n| n.is_file())))
+        .unwrap_or_else(|| PathBuf::from("/usr/local/cuda/bin/nvcc"));
+    let home = nvcc.parent().and_then(Path::parent).unwrap_or(Path::new("/"));
+    ["lib64", "lib"]
+        .iter()
+        .map(|d| home.join(d))
+        .find(|d| d.join("libcudart_static.a").is_file())
+        .ok_or_else(|| Error::Hipcc(format!("{HIP_ON_CUDA_VAR}: no libcudart_static.a in {home}/lib64 or {home}/lib (the toolkit of {}: set NVCC)", nvcc.display(), home = home.display())))
 }
 
 /// Each kernel file's output in `dir` (`<stem>.<ext>`) and its constant: the stem in

@@ -109,12 +109,12 @@ pub fn write_if_changed(path: &Path, text: &[u8]) -> Result<(), String> {
 }
 
 /// Archives host objects (launchers compiled with [`crate::OutputKind::Object`]) into the
-/// static library `lib` with `$AR`, `ar`, or the `llvm-ar` beside hipcc.
-pub fn archive(hipcc: &Hipcc, lib: &Path, objects: &[&Path]) -> Result<(), String> {
+/// static library `lib` with `$AR`, `ar`, or the `llvm-ar` beside hipcc (when given).
+pub fn archive(hipcc: Option<&Hipcc>, lib: &Path, objects: &[&Path]) -> Result<(), String> {
     let _ = std::fs::remove_file(lib);
     let mut tools: Vec<PathBuf> = std::env::var_os("AR").map(PathBuf::from).into_iter().collect();
     tools.push("ar".into());
-    tools.extend(hipcc.path().parent().map(|d| d.join("llvm-ar")));
+    tools.extend(hipcc.and_then(|h| h.path().parent()).map(|d| d.join("llvm-ar")));
     tools.push("llvm-ar".into());
     for tool in &tools {
         // `q`, not `r`: members with the same file name in different directories are all kept

@@ -167,7 +167,7 @@ fn run() -> Result<()> {
         match launchers {
             Launchers::Static => {
                 let objects: Vec<&Path> = objects.iter().map(|j| j.output.as_path()).collect();
-                hip_build::build_script::archive(&hipcc, &out_dir.join(format!("lib{STATIC_LIB}.a")), &objects)?;
+                hip_build::build_script::archive(Some(&hipcc), &out_dir.join(format!("lib{STATIC_LIB}.a")), &objects)?;
                 println!("cargo:rustc-link-lib=static={STATIC_LIB}");
                 // The objects need only the HIP runtime (hipLaunchKernel, __hipRegisterFatBinary, …), not libstdc++:
                 // amdhip64 and its search path come from candle-rocm-hip.

@@ -14,6 +14,7 @@
 //! * `releases` runs every Candle release from 0.9.0 (and checkouts) through
 //!   regen, the kernels' build and the backend's type check (`releases`,
 //!   `checkout_shape`).
+//! * `port-crate` ports a Candle extension crate written for CUDA to ROCm (`port_crate`).
 //! * `bench` times regen and the kernel build and renders BENCHMARKS.md (`bench`).
 
 mod bench;
@@ -22,6 +23,7 @@ mod checkout_shape;
 mod gpu_bundle;
 mod gpu_program;
 mod kernel_warnings;
+mod port_crate;
 mod regen;
 mod releases;
 mod rocm;
@@ -66,6 +68,9 @@ enum Command {
     /// Every Candle release from 0.9.0 through the pin (and checkouts) through regen, the kernels' AMD build and
     /// the backend's type check: one table row each.
     Releases(releases::ReleasesArgs),
+    /// Port a Candle extension crate written for CUDA (kernels, extern "C" launchers, a cudaforge/bindgen_cuda
+    /// build script, FFI in cuda_fwd) to its ROCm twin of the same name, and list what the rules leave out.
+    PortCrate(port_crate::PortArgs),
     /// Benchmarks: regen speed, kernel build time, and BENCHMARKS.md from the result files.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -89,6 +94,7 @@ fn main() -> ExitCode {
         Command::RocmRoot(args) => rocm::root::run(args),
         Command::RocmBackend(args) => rocm::backend::run(args),
         Command::Releases(args) => releases::run(args),
+        Command::PortCrate(args) => port_crate::run(args),
         Command::Bench(command) => bench::run(command),
     };
     match result {

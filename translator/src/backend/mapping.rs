@@ -405,3 +405,63 @@ pub const OWN_KERNEL_BUILDS: &[Replacement] = &[
         why: "the ROCm twin of the example's kernels module: the code objects' constants",
     },
 ];
+
+/// Rule `build-tools`: the crates a build script compiles CUDA kernels with, and the names
+/// of theirs it may use, as candle-rocm-build's (`use cudaforge::KernelBuilder` →
+/// `use candle_rocm_build::Builder as KernelBuilder`). A name of these crates no row has is
+/// an error naming it.
+pub const BUILD_TOOL_NAMES: &[(&str, &str, &str)] = &[
+    ("cudaforge", "KernelBuilder", "Builder"),
+    ("cudaforge", "Result", "Result"),
+    ("cudaforge", "Error", "Error"),
+    ("bindgen_cuda", "Builder", "Builder"),
+    ("bindgen_cuda", "Error", "Error"),
+];
+
+/// What a build tool's method becomes on candle-rocm-build's `Builder` (rule `build-tools`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildToolMethod {
+    /// candle-rocm-build's method of this name.
+    To(&'static str),
+    /// The call goes: it tunes nvcc's run and means nothing for hipcc's (why). Listed.
+    Drop(&'static str),
+    /// The call goes and what it gave is missing (why): the crate needs a hand port there. Listed.
+    Unmappable(&'static str),
+}
+
+/// Rule `build-tools`: the methods of cudaforge's `KernelBuilder` and bindgen_cuda's
+/// `Builder` (and of what they build), called in a chain that starts at one or on a
+/// variable bound to one. A method no row has is an error naming it.
+pub const BUILD_TOOL_METHODS: &[(&str, BuildToolMethod)] = &[
+    ("new", BuildToolMethod::To("new")),
+    ("default", BuildToolMethod::To("default")),
+    ("source_glob", BuildToolMethod::To("kernel_glob")),
+    ("source_files", BuildToolMethod::To("kernels")),
+    ("source_dir", BuildToolMethod::To("kernel_dir")),
+    ("kernel_paths", BuildToolMethod::To("kernels")),
+    ("kernel_paths_glob", BuildToolMethod::To("kernel_glob")),
+    ("include_path", BuildToolMethod::To("include_dir")),
+    ("include_paths", BuildToolMethod::To("include_dirs")),
+    ("arg", BuildToolMethod::To("nvcc_arg")),
+    ("args", BuildToolMethod::To("nvcc_args")),
+    ("out_dir", BuildToolMethod::To("out_dir")),
+    ("build_lib", BuildToolMethod::To("build_lib")),
+    ("build_ptx", BuildToolMethod::To("build")),
+    ("write", BuildToolMethod::To("write")),
+    ("thread_percentage", BuildToolMethod::Drop("nvcc's parallelism (candle-rocm-build compiles on every core)")),
+    ("max_threads", BuildToolMethod::Drop("nvcc's parallelism (candle-rocm-build compiles on every core)")),
+    ("nvcc_thread_patterns", BuildToolMethod::Drop("nvcc's parallelism (candle-rocm-build compiles on every core)")),
+    ("no_incremental", BuildToolMethod::Drop("cudaforge's cache (candle-rocm-build rebuilds what changed)")),
+    ("compute_cap", BuildToolMethod::Drop("an NVIDIA compute capability: the AMD arches come from CANDLE_ROCM_ARCHS")),
+    ("compute_cap_arch", BuildToolMethod::Drop("an NVIDIA compute capability: the AMD arches come from CANDLE_ROCM_ARCHS")),
+    ("with_compute_override", BuildToolMethod::Drop("an NVIDIA compute capability: the AMD arches come from CANDLE_ROCM_ARCHS")),
+    ("with_compute_override_arch", BuildToolMethod::Drop("an NVIDIA compute capability: the AMD arches come from CANDLE_ROCM_ARCHS")),
+    ("cuda_root", BuildToolMethod::Drop("where CUDA is: hipcc is found on its own (ROCM_PATH, HIP_PATH, PATH)")),
+    ("watch", BuildToolMethod::Drop("extra files to watch: the kernels and headers are watched already")),
+    ("with_cutlass", BuildToolMethod::Unmappable("CUTLASS is NVIDIA's template library (SM80+ MMA atoms): kernels built on it need an AMD port (CK, rocWMMA) by hand")),
+    ("with_git_dependency", BuildToolMethod::Unmappable("a header library fetched for nvcc: check that it builds with hipcc and add it with include_dir")),
+];
+
+/// Rule `build-tools`: the libraries a build script links for CUDA
+/// (`cargo:rustc-link-lib=dylib=cudart`) as ROCm's.
+pub const LINK_LIBRARIES: &[(&str, &str)] = &[("cudart", "amdhip64"), ("cuda", "amdhip64"), ("cublas", "rocblas"), ("cublasLt", "hipblaslt"), ("curand", "rocrand"), ("nvrtc", "hiprtc")];

@@ -17,6 +17,7 @@
 //! `prettyplease`. Each pass is a row of a table ([`pass::Pass`]), counted once.
 
 pub mod branch_twins;
+pub mod build_tools;
 pub mod cfg;
 pub mod code_object_inputs;
 pub mod crate_walk;

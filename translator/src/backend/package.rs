@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use super::mapping::{BACKEND_NEUTRAL_PACKAGES, CUDA_FEATURE_PACKAGES, DEVICE_TYPE_CRATES, EITHER_BACKEND_FEATURES, RESTORED_DEV_DEPENDENCIES, FEATURES, FEATURE_DEPENDENCIES, UNMIRRORABLE_FEATURES, UNMIRRORABLE_FEATURE_DEPENDENCIES, UNMIRRORED_CANDLE_DEPENDENTS};
+use super::mapping::{BACKEND_NEUTRAL_PACKAGES, BUILD_TOOL_NAMES, CUDA_FEATURE_PACKAGES, DEVICE_TYPE_CRATES, EITHER_BACKEND_FEATURES, RESTORED_DEV_DEPENDENCIES, FEATURES, FEATURE_DEPENDENCIES, UNMIRRORABLE_FEATURES, UNMIRRORABLE_FEATURE_DEPENDENCIES, UNMIRRORED_CANDLE_DEPENDENTS};
 use super::cuda_names::is_cuda_ident;
 use super::gaps::Gap;
 use super::rules;
@@ -343,6 +343,34 @@ fn drop_uncarried_build_script(table: &mut toml::Table, has_file: &dyn Fn(&str) 
     }
 }
 
+/// Rule `build-tools`, the manifest's side: a build dependency on a CUDA build tool
+/// (cudaforge, bindgen_cuda: [`BUILD_TOOL_NAMES`]) that is not optional becomes one on
+/// candle-rocm-build, at its path in `paths`, for a package whose build script that rule
+/// ported. Optional ones (a feature turns them on) are the feature rule's.
+pub fn build_tools_as_candle_rocm_build(file: &str, manifest: &str, paths: &PackagePaths) -> Result<String, TranslateError> {
+    let mut table: toml::Table = manifest.parse().map_err(|e: toml::de::Error| TranslateError::unsupported(file, 1, "Cargo.toml", format!("does not parse: {}", e.message())))?;
+    let Some(deps) = table.get_mut("build-dependencies").and_then(|d| d.as_table_mut()) else { return Ok(manifest.to_string()) };
+    let tools: Vec<String> = deps
+        .iter()
+        .filter(|(name, spec)| BUILD_TOOL_NAMES.iter().any(|(tool, _, _)| tool.replace('_', "-") == name.replace('_', "-")) && !spec.get("optional").and_then(|o| o.as_bool()).unwrap_or(false))
+        .map(|(name, _)| name.clone())
+        .collect();
+    if tools.is_empty() {
+        return Ok(manifest.to_string());
+    }
+    let path = paths.rocm_crates.get("candle-rocm-build").ok_or_else(|| TranslateError::unsupported(file, line_of(manifest, "build-dependencies", &tools[0], None), &format!("[build-dependencies] {}", tools[0]), "no path for candle-rocm-build"))?;
+    for tool in tools {
+        deps.remove(&tool);
+    }
+    let mut spec = toml::Table::new();
+    spec.insert("path".into(), toml::Value::String(path.clone()));
+    deps.insert("candle-rocm-build".into(), toml::Value::Table(spec));
+    let body = toml::to_string(&table).map_err(|e| TranslateError::unsupported(file, 1, "Cargo.toml", format!("does not print: {e}")))?;
+    // the provenance line(s) at the top stay
+    let header: String = manifest.lines().take_while(|l| l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+    Ok(format!("{header}{body}"))
+}
+
 /// The name of a CUDA feature's ROCm twin: [`FEATURES`] (`nccl` → `rccl`),
 /// else the word rule (`cuda` → `rocm`, `cuda-graphs` → `rocm-graphs`).
 pub fn twin_feature(name: &str) -> String {
@@ -580,6 +608,18 @@ optional = true
         // a package whose candle dependency has no unconditional cuda is left alone
         let nn = "[package]\nname = \"candle-nn\"\nversion = \"0.11.1\"\n[features]\ncuda = [\"candle/cuda\"]\n[dependencies.candle]\nversion = \"0.11.1\"\npackage = \"candle-core\"\n";
         assert!(!requires_cuda(nn));
+    }
+
+    #[test]
+    fn a_ported_build_scripts_tool_becomes_candle_rocm_build() {
+        let m = "# header\n[package]\nname = \"x\"\n[build-dependencies]\ncudaforge = \"0.1.6\"\nanyhow = \"1\"\n[build-dependencies.bindgen_cuda]\nversion = \"0.1\"\noptional = true\n";
+        let out = build_tools_as_candle_rocm_build("Cargo.toml", m, &paths()).unwrap();
+        assert!(out.starts_with("# header\n"), "{out}");
+        let t: toml::Table = out.parse().unwrap();
+        let deps = t["build-dependencies"].as_table().unwrap();
+        assert_eq!(deps.keys().collect::<Vec<_>>(), ["anyhow", "bindgen_cuda", "candle-rocm-build"]);
+        assert_eq!(deps["candle-rocm-build"]["path"].as_str(), paths().rocm_crates.get("candle-rocm-build").map(String::as_str));
+        assert_eq!(build_tools_as_candle_rocm_build("Cargo.toml", "[package]\nname = \"y\"\n", &paths()).unwrap(), "[package]\nname = \"y\"\n");
     }
 
     #[test]

@@ -593,7 +593,6 @@ pub const NVCC_FLAGS: &[(&str, NvccFlag)] = &[
     ("-I*", NvccFlag::Same),
     ("-g", NvccFlag::Same),
     ("-w", NvccFlag::Same),
-    ("-fPIC", NvccFlag::Same),
     ("-U__CUDA_NO_*", NvccFlag::Drop("CUDA's switches that hide the half/bfloat16 operators and conversions: HIP's types always have them")),
     ("-U*", NvccFlag::Same),
     ("--use_fast_math", NvccFlag::To("-ffast-math")),

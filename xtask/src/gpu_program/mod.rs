@@ -122,6 +122,12 @@ pub fn run(args: ProgramArgs) -> Result<std::process::ExitCode> {
 /// binaries copied into OUT (stripped when the row says so). Returns the copies.
 fn build_rocm(root: &Path, out: &Path, build: &RocmBuild, linked: &gpu_bundle::Linked) -> Result<Vec<PathBuf>> {
     let target = root.join("target/gpu-bundle");
+    if let Some(src) = build.ported_from {
+        let dir = root.join(build.manifest).parent().context("a manifest's folder")?.to_path_buf();
+        let ported = crate::port_crate::port(&root.join(src), &dir, root, Some(&root.join("generated")))?;
+        crate::tree::write_atomic(&ported.tree, &dir)?;
+        eprintln!("== {src} ported into {}:\n{}", dir.display(), ported.report);
+    }
     eprintln!("== {}: release, linked as the GPU bundle's binaries: {}", build.manifest, build.targets.names().join(" "));
     let mut cargo = niced_cargo();
     cargo.args(["build", "--release", "--manifest-path"]).arg(root.join(build.manifest)).arg("--target-dir").arg(&target);

@@ -29,6 +29,9 @@ pub struct RocmBuild {
     /// as cubins for the H100 through hip-on-cuda (`CANDLE_ROCM_BUILD_HIP_ON_CUDA=sm_90`,
     /// nvcc from CUDA 13's toolchain), as hip-on-cuda/build-kernels.sh builds generated/kernels.
     pub own_kernels: bool,
+    /// A crate written for CUDA that `cargo xtask port-crate` ports first into the folder
+    /// of `manifest` (with generated/'s packages patched in).
+    pub ported_from: Option<&'static str>,
 }
 
 /// Where a stock CUDA build's sources come from.
@@ -105,6 +108,7 @@ const fn examples_rocm(features: &'static [&'static str], names: &'static [&'sta
         sonames: CANDLE_SONAMES,
         refused: &[],
         own_kernels: true,
+            ported_from: None,
     }
 }
 
@@ -117,6 +121,7 @@ const TENSOR_PARALLEL: RocmBuild = RocmBuild {
     sonames: CANDLE_SONAMES,
     refused: &[],
     own_kernels: false,
+            ported_from: None,
 };
 
 pub const PROGRAMS: &[Program] = &[
@@ -134,6 +139,7 @@ pub const PROGRAMS: &[Program] = &[
             sonames: CANDLE_SONAMES,
             refused: &[],
             own_kernels: false,
+            ported_from: None,
         }],
         cuda: Some(CudaBuild {
             source: CudaSource::Manifest("bench/backend/cuda/Cargo.toml"),
@@ -167,6 +173,7 @@ pub const PROGRAMS: &[Program] = &[
             sonames: CANDLE_SONAMES,
             refused: &[],
             own_kernels: false,
+            ported_from: None,
         }],
         cuda: Some(CudaBuild {
             source: CudaSource::Manifest("bench/numerics/cuda/Cargo.toml"),
@@ -196,6 +203,7 @@ pub const PROGRAMS: &[Program] = &[
                 sonames: &["libamdhip64.so.7", "librccl.so.1"],
                 refused: &["libcuda", "libnccl", "libcudart"],
                 own_kernels: false,
+            ported_from: None,
             },
             TENSOR_PARALLEL,
         ],
@@ -260,6 +268,7 @@ pub const PROGRAMS: &[Program] = &[
             sonames: CANDLE_SONAMES,
             refused: &[],
             own_kernels: false,
+            ported_from: None,
         }],
         cuda: Some(CudaBuild {
             source: CudaSource::Manifest("bench/flash-attn/cuda/Cargo.toml"),
@@ -289,6 +298,30 @@ pub const PROGRAMS: &[Program] = &[
             sonames: CANDLE_SONAMES,
             refused: &[],
             own_kernels: true,
+            ported_from: None,
+        }],
+        cuda: None,
+        host: &[],
+        c_libraries: &[],
+        xz: "-6 -T0",
+    },
+    Program {
+        name: "user-ffi-rotary",
+        about: "a Candle extension crate written for CUDA (tests/user-ffi-rotary: a fused rotary kernel, extern \"C\" \
+                launchers called through FFI in cuda_fwd, a cudaforge build_lib), ported by `cargo xtask port-crate` into \
+                target/ported/user-ffi-rotary, its launchers built by candle-rocm-build (nvcc through hip-on-cuda here), \
+                checked against its CPU op; run by tests/user-ffi-rotary/run.sh",
+        out: "device-carry/user-ffi-rotary",
+        rocm: &[RocmBuild {
+            manifest: "target/ported/user-ffi-rotary/Cargo.toml",
+            features: &["rocm"],
+            targets: Targets::Bins(&["user-ffi-rotary-check"]),
+            into: "",
+            strip: true,
+            sonames: CANDLE_SONAMES,
+            refused: &[],
+            own_kernels: true,
+            ported_from: Some("tests/user-ffi-rotary"),
         }],
         cuda: None,
         host: &[],

@@ -131,7 +131,7 @@ fn is_package_lock(path: &str) -> bool {
 /// Paths from a generated package (`<out>/candle-core`) to the hand-written
 /// ROCm crates: relative inside the workspace (so generated/ is the same on
 /// every machine), absolute for an output directory elsewhere.
-fn rocm_crate_paths(root: &Path, out_dir: &Path) -> BTreeMap<String, String> {
+pub(crate) fn rocm_crate_paths(root: &Path, out_dir: &Path) -> BTreeMap<String, String> {
     let abs = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir().unwrap_or_default().join(p) };
     let (root, out_dir) = (abs(root), abs(out_dir));
     translator::backend::mapping::ROCM_CRATES

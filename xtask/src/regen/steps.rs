@@ -260,7 +260,9 @@ fn examples_file(path: &str) -> bool {
 /// it says `autoexamples = false` (as published manifests do), the examples
 /// cargo discovers (`examples/NAME.rs`, `examples/NAME/main.rs`: a checkout's
 /// manifest lists only those with settings of their own).
-fn target_roots(manifest: &str, carried: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
+/// With `bins`, the binaries too: every `[[bin]]` and, unless `autobins = false`,
+/// `src/main.rs` and `src/bin/NAME.rs`.
+fn target_roots(manifest: &str, carried: &BTreeMap<String, Vec<u8>>, bins: bool) -> Vec<String> {
     let table: toml::Table = manifest.parse().unwrap_or_default();
     let lib = table.get("lib").and_then(|l| l.get("path")).and_then(|p| p.as_str()).unwrap_or("src/lib.rs").to_string();
     let listed = table.get("example").and_then(|e| e.as_array()).into_iter().flatten().filter_map(|e| e.get("path")?.as_str().map(str::to_string));
@@ -269,7 +271,11 @@ fn target_roots(manifest: &str, carried: &BTreeMap<String, Vec<u8>>) -> Vec<Stri
         let parts: Vec<&str> = p.split('/').collect();
         auto && (matches!(parts.as_slice(), ["examples", f] if f.ends_with(".rs")) || matches!(parts.as_slice(), ["examples", _, "main.rs"]))
     });
-    let mut roots: Vec<String> = std::iter::once(lib).chain(listed).chain(discovered.cloned()).filter(|p| carried.contains_key(p)).collect();
+    let auto_bins = bins && table.get("package").and_then(|p| p.get("autobins")).and_then(|a| a.as_bool()).unwrap_or(true);
+    let listed_bins = table.get("bin").and_then(|e| e.as_array()).into_iter().flatten().filter(|_| bins).filter_map(|e| e.get("path")?.as_str().map(str::to_string));
+    let discovered_bins = carried.keys().filter(|p| auto_bins && (*p == "src/main.rs" || (p.starts_with("src/bin/") && p.ends_with(".rs") && p.matches('/').count() == 2)));
+    let mut roots: Vec<String> =
+        std::iter::once(lib).chain(listed).chain(discovered.cloned()).chain(listed_bins).chain(discovered_bins.cloned()).filter(|p| carried.contains_key(p)).collect();
     let mut seen = std::collections::BTreeSet::new();
     roots.retain(|r| seen.insert(r.clone()));
     roots
@@ -285,59 +291,13 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str, sh
         Origin::Checkout(dir) => crate::regen::workspace_manifest::resolve_in_checkout(&manifest_text, dir, &krate.root)?,
         Origin::CratesIo => manifest_text,
     };
-    let roots = target_roots(&manifest_text, &files);
-    let mut sources = BTreeMap::new();
-    for (path, bytes) in files.iter().filter(|(p, _)| is_target_source(p)) {
-        let text = String::from_utf8(bytes.clone()).map_err(|_| anyhow!("{}/{path}: not UTF-8", krate.name))?;
-        sources.insert(path.clone(), text);
-    }
-    // CUDA-only code gets its CUDA items gated first (rule `cuda-gates`): every
-    // target of a package that needs CUDA unconditionally upstream, an example
-    // that requires `cuda`
-    let gate_cuda = translator::backend::package::requires_cuda(&manifest_text);
-    let cuda_only_examples = translator::backend::package::cuda_only_examples(&manifest_text, &|p| files.contains_key(p));
-    let roots: Vec<TargetRoot> = roots.into_iter().map(|path| TargetRoot { gate_cuda: gate_cuda || cuda_only_examples.contains(&path), path }).collect();
-    let mirror = translator::backend::mirror_targets(&sources, &roots, &label).map_err(|e| anyhow!("{}: {e}", krate.name))?;
-
-    let mut out: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    for (path, text) in &mirror.files {
-        out.insert(path.clone(), text.clone().into_bytes());
-    }
-    let mut test_counts: BTreeMap<&'static str, usize> = BTreeMap::new();
-    let mut test_gaps = Vec::new();
-    for (path, bytes) in &files {
-        if (path.starts_with("tests/") && path.ends_with(".rs")) || translator::backend::own_kernel_builds::twins_build_script(&label, path) {
-            // upstream's tests match on devices too: their CUDA arms get twins; so does the
-            // CUDA block of a build script that builds the package's own kernels (rule
-            // `own-kernel-builds`)
-            let text = String::from_utf8(bytes.clone()).map_err(|_| anyhow!("{}/{path}: not UTF-8", krate.name))?;
-            let twinned = translator::backend::twin_file_of(path, &format!("{label} {path}"), &text, gate_cuda).map_err(|e| anyhow!("{}: {e}", krate.name))?;
-            for (rule, n) in twinned.rule_counts {
-                *test_counts.entry(rule).or_default() += n;
-            }
-            test_gaps.extend(twinned.gaps);
-            out.insert(path.clone(), twinned.text.into_bytes());
-        } else if path != "Cargo.toml" && !is_target_source(path) {
-            out.insert(path.clone(), bytes.clone());
-        }
-    }
     let paths = translator::backend::package::PackagePaths {
         rocm_crates: input.rocm_crates.clone(),
         // every other mirrored package is a sibling under generated/
         siblings: input.mirrored_packages().into_iter().filter(|c| c.name != krate.name).map(|c| (c.name.clone(), format!("../{}", c.name))).collect(),
     };
-    let manifest = translator::backend::package::mirror_manifest("Cargo.toml", &label, &manifest_text, &paths, &|p| out.contains_key(p)).map_err(|e| anyhow!("{}: {e}", krate.name))?;
-    out.insert("Cargo.toml".to_string(), manifest.text.into_bytes());
-
-    let mut rule_counts = mirror.rule_counts.clone();
-    for (rule, n) in test_counts {
-        *rule_counts.entry(rule).or_default() += n;
-    }
-    *rule_counts.entry("package-features").or_default() += manifest.twinned_features;
-    if manifest.either_backend_examples > 0 {
-        *rule_counts.entry("either-backend-examples").or_default() += manifest.either_backend_examples;
-    }
-    let mut gaps: Vec<Gap> = mirror.gaps.into_iter().chain(test_gaps).chain(manifest.gaps).map(|g| Gap { file: format!("{}/{}", krate.name, g.file), ..g }).collect();
+    let mirror = mirror_package_files(&files, &label, &manifest_text, &paths, BuildScript::TwinOwnKernelBuild).map_err(|e| anyhow!("{}: {e:#}", krate.name))?;
+    let mut gaps: Vec<Gap> = mirror.gaps.into_iter().map(|g| Gap { file: format!("{}/{}", krate.name, g.file), ..g }).collect();
     gaps.sort();
     let mut notes = Vec::new();
     for (file, names) in &mirror.unmapped {
@@ -349,11 +309,93 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str, sh
     Ok(StepOutput {
         name: step,
         inputs: files.into_iter().map(|(p, c)| (format!("{}/{p}", krate.name), c)).collect(),
-        files: out.into_iter().map(|(p, c)| (format!("{step}/{p}"), c)).collect(),
-        rule_counts,
+        files: mirror.files.into_iter().map(|(p, c)| (format!("{step}/{p}"), c)).collect(),
+        rule_counts: mirror.rule_counts,
         notes,
         gaps,
     })
+}
+
+/// What becomes of a package's build script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildScript {
+    /// Twinned as tests are when it builds the package's own kernels (rule
+    /// `own-kernel-builds`); else kept. The package builds for either backend (regen).
+    TwinOwnKernelBuild,
+    /// Its CUDA build tool's calls become candle-rocm-build's (rule `build-tools`), and
+    /// so does the build dependency: the package builds its kernels for AMD
+    /// (`cargo xtask port-crate`). Its binaries (`[[bin]]`, `src/main.rs`) are mirrored too.
+    Port,
+}
+
+/// A package mirrored: its files, what the rules did, what they left out.
+pub struct PackageMirror {
+    pub files: BTreeMap<String, Vec<u8>>,
+    pub rule_counts: BTreeMap<&'static str, usize>,
+    /// Paths relative to the package.
+    pub gaps: Vec<Gap>,
+    /// Per mirrored file, the identifiers that still name CUDA.
+    pub unmapped: BTreeMap<String, std::collections::BTreeSet<String>>,
+}
+
+/// Mirrors a package's carried `files` (paths relative to it; `manifest_text` its
+/// manifest as resolved): its targets' Rust by the crate walk, its tests twinned, its
+/// build script as `build_script` says, its manifest by rule `package`; other files as
+/// they are.
+pub fn mirror_package_files(files: &BTreeMap<String, Vec<u8>>, label: &str, manifest_text: &str, paths: &translator::backend::package::PackagePaths, build_script: BuildScript) -> Result<PackageMirror> {
+    let utf8 = |path: &str, bytes: &[u8]| String::from_utf8(bytes.to_vec()).map_err(|_| anyhow!("{path}: not UTF-8"));
+    let roots = target_roots(manifest_text, files, build_script == BuildScript::Port);
+    let mut sources = BTreeMap::new();
+    for (path, bytes) in files.iter().filter(|(p, _)| is_target_source(p)) {
+        sources.insert(path.clone(), utf8(path, bytes)?);
+    }
+    // CUDA-only code gets its CUDA items gated first (rule `cuda-gates`): every
+    // target of a package that needs CUDA unconditionally upstream, an example
+    // that requires `cuda`
+    let gate_cuda = translator::backend::package::requires_cuda(manifest_text);
+    let cuda_only_examples = translator::backend::package::cuda_only_examples(manifest_text, &|p| files.contains_key(p));
+    let roots: Vec<TargetRoot> = roots.into_iter().map(|path| TargetRoot { gate_cuda: gate_cuda || cuda_only_examples.contains(&path), path }).collect();
+    let mirror = translator::backend::mirror_targets(&sources, &roots, label)?;
+
+    let mut out: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for (path, text) in &mirror.files {
+        out.insert(path.clone(), text.clone().into_bytes());
+    }
+    let mut rule_counts = mirror.rule_counts.clone();
+    let mut gaps = mirror.gaps.clone();
+    for (path, bytes) in files {
+        if build_script == BuildScript::Port && path == "build.rs" {
+            let ported = translator::backend::build_tools::port_build_script(path, &utf8(path, bytes)?)?;
+            *rule_counts.entry("build-tools").or_default() += ported.rewrites;
+            gaps.extend(ported.gaps);
+            out.insert(path.clone(), format!("// Ported by `cargo xtask port-crate` from {label} build.rs (rule build-tools).\n{}", ported.text).into_bytes());
+        } else if (path.starts_with("tests/") && path.ends_with(".rs")) || translator::backend::own_kernel_builds::twins_build_script(label, path) {
+            // upstream's tests match on devices too: their CUDA arms get twins; so does the
+            // CUDA block of a build script that builds the package's own kernels (rule
+            // `own-kernel-builds`)
+            let twinned = translator::backend::twin_file_of(path, &format!("{label} {path}"), &utf8(path, bytes)?, gate_cuda)?;
+            for (rule, n) in twinned.rule_counts {
+                *rule_counts.entry(rule).or_default() += n;
+            }
+            gaps.extend(twinned.gaps);
+            out.insert(path.clone(), twinned.text.into_bytes());
+        } else if path != "Cargo.toml" && !is_target_source(path) {
+            out.insert(path.clone(), bytes.clone());
+        }
+    }
+    let manifest = translator::backend::package::mirror_manifest("Cargo.toml", label, manifest_text, paths, &|p| out.contains_key(p))?;
+    let manifest_text = match build_script {
+        BuildScript::Port => translator::backend::package::build_tools_as_candle_rocm_build("Cargo.toml", &manifest.text, paths)?,
+        BuildScript::TwinOwnKernelBuild => manifest.text,
+    };
+    out.insert("Cargo.toml".to_string(), manifest_text.into_bytes());
+    *rule_counts.entry("package-features").or_default() += manifest.twinned_features;
+    if manifest.either_backend_examples > 0 {
+        *rule_counts.entry("either-backend-examples").or_default() += manifest.either_backend_examples;
+    }
+    gaps.extend(manifest.gaps);
+    gaps.sort();
+    Ok(PackageMirror { files: out, rule_counts, gaps, unmapped: mirror.unmapped })
 }
 
 /// Rust sources of the package's targets (the library's and the
@@ -419,10 +461,18 @@ mod tests {
         let carried: BTreeMap<String, Vec<u8>> = ["src/lib.rs", "examples/a/main.rs", "examples/b.rs", "examples/a/model.rs", "examples/c/main.rs"].iter().map(|p| (p.to_string(), vec![])).collect();
         // published: autoexamples = false, every example listed with its path
         let published = "[package]\nname = \"x\"\nautoexamples = false\n[[example]]\nname = \"a\"\npath = \"examples/a/main.rs\"\n";
-        assert_eq!(target_roots(published, &carried), ["src/lib.rs", "examples/a/main.rs"]);
+        assert_eq!(target_roots(published, &carried, false), ["src/lib.rs", "examples/a/main.rs"]);
         // a checkout: listed ones (without path) plus what cargo discovers
         let checkout = "[package]\nname = \"x\"\n[[example]]\nname = \"c\"\nrequired-features = [\"f\"]\n";
-        assert_eq!(target_roots(checkout, &carried), ["src/lib.rs", "examples/a/main.rs", "examples/b.rs", "examples/c/main.rs"]);
+        assert_eq!(target_roots(checkout, &carried, false), ["src/lib.rs", "examples/a/main.rs", "examples/b.rs", "examples/c/main.rs"]);
+        // a crate ported with its binaries: listed and discovered
+        let mut with_bins = carried.clone();
+        for p in ["src/main.rs", "src/bin/tool.rs", "src/bin/tool/helper.rs", "tools/check.rs"] {
+            with_bins.insert(p.to_string(), vec![]);
+        }
+        let bins = "[package]\nname = \"x\"\nautoexamples = false\n[[bin]]\nname = \"check\"\npath = \"tools/check.rs\"\n";
+        assert_eq!(target_roots(bins, &with_bins, true), ["src/lib.rs", "tools/check.rs", "src/bin/tool.rs", "src/main.rs"]);
+        assert_eq!(target_roots(bins, &with_bins, false), ["src/lib.rs"]);
     }
 
     #[test]

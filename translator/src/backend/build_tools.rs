@@ -1,0 +1,282 @@
+//! Rule `build-tools`: the build script of a crate that compiles its own CUDA kernels with
+//! cudaforge or bindgen_cuda compiles them with candle-rocm-build instead (what `cargo
+//! xtask port-crate` does to an extension crate's `build.rs`).
+//!
+//! * the tools' names become candle-rocm-build's ([`BUILD_TOOL_NAMES`]), in `use` items
+//!   (keeping the local name: `use candle_rocm_build::Builder as KernelBuilder`) and paths;
+//! * the methods of a chain that starts at a builder (its constructor, or a variable bound
+//!   to a chain that does) become candle-rocm-build's ([`BUILD_TOOL_METHODS`]): renamed,
+//!   or taken out and listed (nvcc tuning; CUTLASS, which has no AMD meaning);
+//! * the CUDA libraries of `cargo:rustc-link-lib` lines become ROCm's ([`LINK_LIBRARIES`]).
+//!
+//! A name or method of the tools that no row covers is an error naming file, line and
+//! construct. Chains that start elsewhere (`Command::new("nvcc").arg(..)`) are left alone.
+
+use std::collections::BTreeSet;
+
+use proc_macro2::{Literal, TokenStream, TokenTree};
+use syn::spanned::Spanned;
+use syn::visit_mut::{self, VisitMut};
+
+use super::gaps::{describe, Gap};
+use super::mapping::{BuildToolMethod, BUILD_TOOL_METHODS, BUILD_TOOL_NAMES, LINK_LIBRARIES};
+use super::mirror::{parse, print};
+use crate::TranslateError;
+
+/// The crate candle-rocm-build is imported as.
+const ROCM_TOOL: &str = "candle_rocm_build";
+
+/// A ported build script.
+#[derive(Debug, Clone)]
+pub struct PortedScript {
+    pub text: String,
+    /// Names, methods and link lines rewritten.
+    pub rewrites: usize,
+    /// Calls taken out, each with why.
+    pub gaps: Vec<Gap>,
+}
+
+/// Ports `source` (a build script, named `file` in errors and gaps).
+pub fn port_build_script(file: &str, source: &str) -> Result<PortedScript, TranslateError> {
+    let mut parsed = parse(file, source)?;
+    let mut port = Port { file, builder_types: BTreeSet::new(), builder_vars: BTreeSet::new(), rewrites: 0, gaps: Vec::new(), error: None };
+    port.visit_file_mut(&mut parsed);
+    if let Some(e) = port.error {
+        return Err(e);
+    }
+    Ok(PortedScript { text: print(&mut parsed), rewrites: port.rewrites, gaps: port.gaps })
+}
+
+fn is_tool(ident: &str) -> bool {
+    BUILD_TOOL_NAMES.iter().any(|(tool, _, _)| *tool == ident)
+}
+
+fn rocm_name(tool: &str, name: &str) -> Option<&'static str> {
+    BUILD_TOOL_NAMES.iter().find(|(t, n, _)| *t == tool && *n == name).map(|(_, _, to)| *to)
+}
+
+struct Port<'a> {
+    file: &'a str,
+    /// Local names of the tools' builder types (`KernelBuilder`).
+    builder_types: BTreeSet<String>,
+    /// Variables bound to a builder chain (`builder`, `bindings`).
+    builder_vars: BTreeSet<String>,
+    rewrites: usize,
+    gaps: Vec<Gap>,
+    error: Option<TranslateError>,
+}
+
+impl Port<'_> {
+    fn fail(&mut self, line: usize, construct: &str, reason: &str) {
+        if self.error.is_none() {
+            self.error = Some(TranslateError::unsupported(self.file, line as u32, construct, format!("{reason} (rule build-tools)")));
+        }
+    }
+
+    /// `use cudaforge::{KernelBuilder, Result}` below the crate's name.
+    fn port_use(&mut self, tool: &str, tree: &mut syn::UseTree) {
+        match tree {
+            syn::UseTree::Name(n) => {
+                let name = n.ident.to_string();
+                let Some(to) = rocm_name(tool, &name) else {
+                    return self.fail(n.ident.span().start().line, &format!("{tool}::{name}"), "no candle-rocm-build counterpart: add a row to backend::mapping::BUILD_TOOL_NAMES");
+                };
+                if to.ends_with("Builder") {
+                    self.builder_types.insert(name.clone());
+                }
+                if to != name {
+                    *tree = syn::UseTree::Rename(syn::UseRename { ident: syn::Ident::new(to, n.ident.span()), as_token: Default::default(), rename: n.ident.clone() });
+                }
+                self.rewrites += 1;
+            }
+            syn::UseTree::Rename(r) => {
+                let name = r.ident.to_string();
+                let Some(to) = rocm_name(tool, &name) else {
+                    return self.fail(r.ident.span().start().line, &format!("{tool}::{name}"), "no candle-rocm-build counterpart: add a row to backend::mapping::BUILD_TOOL_NAMES");
+                };
+                if to.ends_with("Builder") {
+                    self.builder_types.insert(r.rename.to_string());
+                }
+                r.ident = syn::Ident::new(to, r.ident.span());
+                self.rewrites += 1;
+            }
+            syn::UseTree::Group(g) => g.items.iter_mut().for_each(|t| self.port_use(tool, t)),
+            syn::UseTree::Glob(g) => self.fail(g.star_token.span().start().line, &format!("use {tool}::*"), "a glob import: name what is used"),
+            syn::UseTree::Path(p) => self.fail(p.ident.span().start().line, &format!("{tool}::{}", p.ident), "no candle-rocm-build counterpart: add a row to backend::mapping::BUILD_TOOL_NAMES"),
+        }
+    }
+
+    /// Whether `expr`'s chain starts at a builder: its constructor or a bound variable.
+    fn starts_at_builder(&self, expr: &syn::Expr) -> bool {
+        let mut e = expr;
+        loop {
+            e = match e {
+                syn::Expr::MethodCall(m) => &m.receiver,
+                syn::Expr::Try(t) => &t.expr,
+                syn::Expr::Paren(p) => &p.expr,
+                syn::Expr::Reference(r) => &r.expr,
+                syn::Expr::Call(c) => {
+                    let syn::Expr::Path(p) = &*c.func else { return false };
+                    let segments: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                    return match segments.as_slice() {
+                        [ty, _] => self.builder_types.contains(ty),
+                        [tool, ty, _] => (is_tool(tool) && rocm_name(tool, ty).is_some_and(|to| to.ends_with("Builder"))) || (tool == ROCM_TOOL && ty == "Builder"),
+                        _ => false,
+                    };
+                }
+                syn::Expr::Path(p) => return p.path.get_ident().is_some_and(|i| self.builder_vars.contains(&i.to_string())),
+                _ => return false,
+            };
+        }
+    }
+
+    /// `cargo:rustc-link-lib=[KIND=]cudart` in a string literal, with ROCm's library.
+    fn port_link_line(&mut self, text: &str) -> Option<String> {
+        let at = text.find("rustc-link-lib=")? + "rustc-link-lib=".len();
+        let (head, spec) = text.split_at(at);
+        let (kind, name) = spec.rsplit_once('=').map_or(("", spec), |(k, n)| (k, n));
+        let to = LINK_LIBRARIES.iter().find(|(cuda, _)| *cuda == name)?.1;
+        self.rewrites += 1;
+        Some(if kind.is_empty() { format!("{head}{to}") } else { format!("{head}{kind}={to}") })
+    }
+
+    fn port_tokens(&mut self, tokens: TokenStream) -> TokenStream {
+        tokens
+            .into_iter()
+            .map(|t| match t {
+                TokenTree::Literal(lit) => {
+                    let ported = syn::parse_str::<syn::LitStr>(&lit.to_string()).ok().and_then(|s| self.port_link_line(&s.value()));
+                    match ported {
+                        Some(text) => {
+                            let mut new = Literal::string(&text);
+                            new.set_span(lit.span());
+                            TokenTree::Literal(new)
+                        }
+                        None => TokenTree::Literal(lit),
+                    }
+                }
+                TokenTree::Group(g) => {
+                    let mut new = proc_macro2::Group::new(g.delimiter(), self.port_tokens(g.stream()));
+                    new.set_span(g.span());
+                    TokenTree::Group(new)
+                }
+                other => other,
+            })
+            .collect()
+    }
+}
+
+impl VisitMut for Port<'_> {
+    fn visit_item_use_mut(&mut self, item: &mut syn::ItemUse) {
+        if let syn::UseTree::Path(p) = &mut item.tree {
+            let tool = p.ident.to_string();
+            if is_tool(&tool) {
+                p.ident = syn::Ident::new(ROCM_TOOL, p.ident.span());
+                self.port_use(&tool, &mut p.tree);
+            }
+        }
+    }
+
+    fn visit_path_mut(&mut self, path: &mut syn::Path) {
+        let tool = path.segments.first().map(|s| s.ident.to_string()).unwrap_or_default();
+        if is_tool(&tool) && path.segments.len() >= 2 {
+            let name = path.segments[1].ident.to_string();
+            let Some(to) = rocm_name(&tool, &name) else {
+                return self.fail(path.span().start().line, &describe(path), "no candle-rocm-build counterpart: add a row to backend::mapping::BUILD_TOOL_NAMES");
+            };
+            path.segments[0].ident = syn::Ident::new(ROCM_TOOL, path.segments[0].ident.span());
+            path.segments[1].ident = syn::Ident::new(to, path.segments[1].ident.span());
+            self.rewrites += 1;
+        }
+        visit_mut::visit_path_mut(self, path);
+    }
+
+    fn visit_local_mut(&mut self, local: &mut syn::Local) {
+        if let (Some(init), syn::Pat::Ident(p)) = (&local.init, &local.pat) {
+            if self.starts_at_builder(&init.expr) {
+                self.builder_vars.insert(p.ident.to_string());
+            }
+        }
+        visit_mut::visit_local_mut(self, local);
+    }
+
+    fn visit_expr_mut(&mut self, expr: &mut syn::Expr) {
+        if let syn::Expr::MethodCall(m) = expr {
+            if self.starts_at_builder(&m.receiver) {
+                let method = m.method.to_string();
+                let line = m.method.span().start().line;
+                match BUILD_TOOL_METHODS.iter().find(|(name, _)| *name == method).map(|(_, to)| *to) {
+                    Some(BuildToolMethod::To(to)) => {
+                        m.method = syn::Ident::new(to, m.method.span());
+                        self.rewrites += 1;
+                    }
+                    Some(BuildToolMethod::Drop(why) | BuildToolMethod::Unmappable(why)) => {
+                        let kept = matches!(BUILD_TOOL_METHODS.iter().find(|(n, _)| *n == method), Some((_, BuildToolMethod::Drop(_))));
+                        let construct = format!(".{method}({})", describe(&m.args));
+                        let what = if kept { "dropped" } else { "needs a hand port" };
+                        self.gaps.push(Gap::new(self.file, line as u32, &construct, what, why));
+                        *expr = (*m.receiver).clone();
+                        return self.visit_expr_mut(expr);
+                    }
+                    None => return self.fail(line, &format!(".{method}(..)"), "a build tool's method with no candle-rocm-build counterpart: add a row to backend::mapping::BUILD_TOOL_METHODS"),
+                }
+            }
+        }
+        visit_mut::visit_expr_mut(self, expr);
+    }
+
+    fn visit_macro_mut(&mut self, mac: &mut syn::Macro) {
+        mac.tokens = self.port_tokens(std::mem::take(&mut mac.tokens));
+        visit_mut::visit_macro_mut(self, mac);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Before and after: a cudaforge build script of an extension crate.
+    #[test]
+    fn a_cudaforge_library_build_becomes_candle_rocm_builds() {
+        let src = r#"use cudaforge::{KernelBuilder, Result};
+fn main() -> Result<()> {
+    let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let mut builder = KernelBuilder::new().source_glob("kernels/*.cu").arg("-O3").thread_percentage(0.5);
+    builder = builder.arg("--use_fast_math").with_cutlass(Some("7d49e6c"));
+    builder.build_lib(out_dir.join("librotary.a"))?;
+    let status = std::process::Command::new("nvcc").arg("--version").status();
+    println!("cargo::rustc-link-search={}", out_dir.display());
+    println!("cargo::rustc-link-lib=rotary");
+    println!("cargo::rustc-link-lib=dylib=cudart");
+    Ok(())
+}
+"#;
+        let out = port_build_script("build.rs", src).unwrap();
+        let t = &out.text;
+        assert!(t.contains("use candle_rocm_build::{Builder as KernelBuilder, Result};"), "{t}");
+        assert!(t.contains("KernelBuilder::new().kernel_glob(\"kernels/*.cu\").nvcc_arg(\"-O3\");"), "{t}");
+        assert!(t.contains("builder = builder.nvcc_arg(\"--use_fast_math\");"), "{t}");
+        assert!(t.contains("builder.build_lib(out_dir.join(\"librotary.a\"))?;"), "{t}");
+        assert!(t.contains("Command::new(\"nvcc\").arg(\"--version\")"), "a chain that starts elsewhere is left alone: {t}");
+        assert!(t.contains("\"cargo::rustc-link-lib=dylib=amdhip64\"") && t.contains("\"cargo::rustc-link-lib=rotary\""), "{t}");
+        let listed: Vec<(&str, u32)> = out.gaps.iter().map(|g| (g.feature.as_str(), g.line)).collect();
+        assert_eq!(listed, [("dropped", 4), ("needs a hand port", 5)]);
+        assert!(out.gaps[1].construct.starts_with(".with_cutlass(Some (\"7d49e6c\"))"), "{:?}", out.gaps);
+    }
+
+    #[test]
+    fn bindgen_cudas_builder_and_full_paths() {
+        let src = "fn main() {\n    let b = bindgen_cuda::Builder::default().kernel_paths(vec![\"k.cu\"]).include_paths(vec![\"inc\"]);\n    b.build_lib(\"libk.a\");\n}\n";
+        let t = port_build_script("build.rs", src).unwrap().text;
+        assert!(t.contains("candle_rocm_build::Builder::default()\n        .kernels(vec![\"k.cu\"])\n        .include_dirs(vec![\"inc\"]);"), "{t}");
+        assert!(t.contains("b.build_lib(\"libk.a\")"), "{t}");
+    }
+
+    #[test]
+    fn what_no_row_covers_is_an_error_naming_it() {
+        let err = port_build_script("build.rs", "use cudaforge::KernelBuilder;\nfn main() {\n    KernelBuilder::new()\n        .emit_fatbin();\n}\n").unwrap_err().to_string();
+        assert!(err.starts_with("build.rs:4: .emit_fatbin(..)") && err.contains("BUILD_TOOL_METHODS"), "{err}");
+        let err = port_build_script("build.rs", "use cudaforge::detect_compute_cap;\nfn main() {}\n").unwrap_err().to_string();
+        assert!(err.starts_with("build.rs:1: cudaforge::detect_compute_cap"), "{err}");
+    }
+}
