@@ -132,6 +132,14 @@ for ((i = 0; i < ${#examples[@]}; i += 16)); do
   rm -rf "$gen_target/debug/examples"
 done
 echo "built all ${#examples[@]} example binaries the features select"
+
+step "a Candle extension crate written for CUDA (tests/user-ffi-rotary: extern \"C\" launchers, cudaforge's build_lib, FFI in cuda_fwd)"
+echo "   ported by cargo xtask port-crate and built with --features rocm: its launchers translated, compiled by the host hipcc"
+echo "   for gfx90a and gfx1030 and archived by candle-rocm-build, linked into its check binary (run on the H100 by its run.sh)"
+cargo xtask port-crate --src tests/user-ffi-rotary --out target/ported/user-ffi-rotary --candle generated
+CANDLE_ROCM_ARCHS=gfx90a,gfx1030 SKIP_BINDGEN=1 CANDLE_ROCM_KERNELS_CACHE="$PWD/target/gpu-bundle/kernels-cache" \
+  cargo build --manifest-path target/ported/user-ffi-rotary/Cargo.toml --features rocm --target-dir "$gen_target"
+nm "$gen_target/debug/user-ffi-rotary-check" | grep -q ' T run_rotary_bf16$' || { echo "error: the check binary has no run_rotary_bf16"; exit 1; }
 prune "$gen_target"
 
 step ""
