@@ -27,10 +27,31 @@ pub struct KernelOutput {
     pub rule_counts: BTreeMap<&'static str, usize>,
 }
 
-/// Translates a whole candle-kernels `src/` tree. `inputs` holds every `.cu`
-/// and `.cuh` file with its path relative to `src/`; the output paths are
-/// relative to `generated/kernels/`. Fails on the first construct no rule
+/// Translates a tree of CUDA sources: candle-kernels' `src/` for `cargo xtask regen`, or a
+/// crate's own kernels for candle-rocm-build. `inputs` holds every `.cu` and `.cuh` file
+/// with its path relative to the tree's root; a `.cu` file becomes `.hip`, headers keep
+/// their names, and the compat headers the translations include are added. The output's
+/// `rule_counts` say what each named rule rewrote. Fails on the first construct no rule
 /// covers, naming file, line and construct.
+///
+/// ```
+/// use translator::kernels::{translate_tree, KernelContext};
+/// use translator::TreeFile;
+///
+/// let cu = "#include <cuda_bf16.h>\n__global__ void twice(__nv_bfloat16 *x) { x[threadIdx.x] = x[threadIdx.x] * x[threadIdx.x]; }\n";
+/// let inputs = [TreeFile { rel_path: "ops.cu".into(), contents: cu.as_bytes().to_vec() }];
+/// let ctx = KernelContext { source_label: "my-crate 0.1.0".into() };
+/// let out = translate_tree(&inputs, &ctx).unwrap();
+/// let hip = out.files.iter().find(|f| f.rel_path == "ops.hip").unwrap();
+/// let hip = String::from_utf8_lossy(&hip.contents);
+/// assert!(!hip.contains("__nv_bfloat16") && !hip.contains("cuda_bf16.h"));
+/// assert!(out.rule_counts.values().sum::<usize>() > 0);
+///
+/// // what no rule covers is an error naming file, line and construct
+/// let ptx = [TreeFile { rel_path: "lane.cu".into(), contents: b"__device__ int lane() {\n  int l; asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(l)); return l;\n}\n".to_vec() }];
+/// let err = translate_tree(&ptx, &ctx).unwrap_err().to_string();
+/// assert!(err.starts_with("lane.cu:2: "), "{err}");
+/// ```
 pub fn translate_tree(inputs: &[TreeFile], ctx: &KernelContext) -> Result<KernelOutput, TranslateError> {
     rules::run_pipeline(inputs, ctx)
 }
