@@ -719,7 +719,7 @@ static __device__ void mmvq_core_impl(
 #define MMVQ_PLAIN_ENTRY(tag, block_q_t, qk_val, qi_val, vdr_val, vec_dot,     \
                           dst_tag, dst_c_type, ncols)                          \
   extern "C" __global__ void                                                   \
-      mmvq_gguf_##tag##_##dst_tag##_plain_cuda##ncols(                         \
+      __launch_bounds__(WARP_SIZE * ((ncols) <= 4 ? 4 : 2)) mmvq_gguf_##tag##_##dst_tag##_plain_cuda##ncols(                         \
           const void *__restrict__ vx, const void *__restrict__ vy,            \
           dst_c_type *__restrict__ dst, const int ncols_x, const int nrows_x,  \
           const int stride_col_y, const int stride_col_dst) {                  \

@@ -3000,7 +3000,7 @@ static __device__ void mul_mat_vec_q(
 }
 
 // batch size = 1
-extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda1(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q4_0_q8_1_cuda1(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3008,7 +3008,7 @@ extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda1(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda1(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q4_1_q8_1_cuda1(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3016,7 +3016,7 @@ extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda1(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda1(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q5_0_q8_1_cuda1(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3024,7 +3024,7 @@ extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda1(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda1(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q5_1_q8_1_cuda1(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3032,7 +3032,7 @@ extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda1(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda1(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q8_0_q8_1_cuda1(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3040,7 +3040,7 @@ extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda1(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda1(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q2_K_q8_1_cuda1(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3048,7 +3048,7 @@ extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda1(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda1(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q3_K_q8_1_cuda1(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3056,7 +3056,7 @@ extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda1(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda1(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q4_K_q8_1_cuda1(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3064,7 +3064,7 @@ extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda1(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda1(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q5_K_q8_1_cuda1(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3072,7 +3072,7 @@ extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda1(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda1(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q6_K_q8_1_cuda1(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3081,7 +3081,7 @@ extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda1(
 }
 
 // batch size = 2
-extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda2(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q4_0_q8_1_cuda2(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3089,7 +3089,7 @@ extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda2(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda2(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q4_1_q8_1_cuda2(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3097,7 +3097,7 @@ extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda2(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda2(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q5_0_q8_1_cuda2(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3105,7 +3105,7 @@ extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda2(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda2(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q5_1_q8_1_cuda2(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3113,7 +3113,7 @@ extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda2(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda2(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q8_0_q8_1_cuda2(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3121,7 +3121,7 @@ extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda2(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda2(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q2_K_q8_1_cuda2(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3129,7 +3129,7 @@ extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda2(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda2(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q3_K_q8_1_cuda2(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3137,7 +3137,7 @@ extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda2(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda2(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q4_K_q8_1_cuda2(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3145,7 +3145,7 @@ extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda2(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda2(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q5_K_q8_1_cuda2(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3153,7 +3153,7 @@ extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda2(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda2(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q6_K_q8_1_cuda2(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3162,7 +3162,7 @@ extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda2(
 }
 
 // batch size = 3
-extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda3(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q4_0_q8_1_cuda3(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3170,7 +3170,7 @@ extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda3(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda3(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q4_1_q8_1_cuda3(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3178,7 +3178,7 @@ extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda3(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda3(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q5_0_q8_1_cuda3(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3186,7 +3186,7 @@ extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda3(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda3(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q5_1_q8_1_cuda3(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3194,7 +3194,7 @@ extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda3(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda3(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q8_0_q8_1_cuda3(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3202,7 +3202,7 @@ extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda3(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda3(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q2_K_q8_1_cuda3(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3210,7 +3210,7 @@ extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda3(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda3(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q3_K_q8_1_cuda3(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3218,7 +3218,7 @@ extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda3(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda3(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q4_K_q8_1_cuda3(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3226,7 +3226,7 @@ extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda3(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda3(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q5_K_q8_1_cuda3(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3234,7 +3234,7 @@ extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda3(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda3(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q6_K_q8_1_cuda3(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3243,7 +3243,7 @@ extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda3(
 }
 
 // batch size = 4
-extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda4(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q4_0_q8_1_cuda4(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3251,7 +3251,7 @@ extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda4(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda4(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q4_1_q8_1_cuda4(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3259,7 +3259,7 @@ extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda4(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda4(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q5_0_q8_1_cuda4(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3267,7 +3267,7 @@ extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda4(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda4(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q5_1_q8_1_cuda4(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3275,7 +3275,7 @@ extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda4(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda4(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q8_0_q8_1_cuda4(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3283,7 +3283,7 @@ extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda4(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda4(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q2_K_q8_1_cuda4(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3291,7 +3291,7 @@ extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda4(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda4(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q3_K_q8_1_cuda4(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3299,7 +3299,7 @@ extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda4(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda4(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q4_K_q8_1_cuda4(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3307,7 +3307,7 @@ extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda4(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda4(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q5_K_q8_1_cuda4(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3315,7 +3315,7 @@ extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda4(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda4(
+extern "C" __global__ void __launch_bounds__(128) mul_mat_vec_q6_K_q8_1_cuda4(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3324,7 +3324,7 @@ extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda4(
 }
 
 // batch size = 5
-extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda5(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q4_0_q8_1_cuda5(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3332,7 +3332,7 @@ extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda5(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda5(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q4_1_q8_1_cuda5(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3340,7 +3340,7 @@ extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda5(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda5(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q5_0_q8_1_cuda5(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3348,7 +3348,7 @@ extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda5(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda5(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q5_1_q8_1_cuda5(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3356,7 +3356,7 @@ extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda5(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda5(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q8_0_q8_1_cuda5(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3364,7 +3364,7 @@ extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda5(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda5(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q2_K_q8_1_cuda5(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3372,7 +3372,7 @@ extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda5(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda5(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q3_K_q8_1_cuda5(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3380,7 +3380,7 @@ extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda5(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda5(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q4_K_q8_1_cuda5(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3388,7 +3388,7 @@ extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda5(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda5(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q5_K_q8_1_cuda5(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3396,7 +3396,7 @@ extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda5(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda5(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q6_K_q8_1_cuda5(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3405,7 +3405,7 @@ extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda5(
 }
 
 // batch size = 6
-extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda6(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q4_0_q8_1_cuda6(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3413,7 +3413,7 @@ extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda6(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda6(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q4_1_q8_1_cuda6(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3421,7 +3421,7 @@ extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda6(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda6(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q5_0_q8_1_cuda6(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3429,7 +3429,7 @@ extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda6(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda6(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q5_1_q8_1_cuda6(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3437,7 +3437,7 @@ extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda6(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda6(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q8_0_q8_1_cuda6(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3445,7 +3445,7 @@ extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda6(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda6(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q2_K_q8_1_cuda6(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3453,7 +3453,7 @@ extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda6(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda6(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q3_K_q8_1_cuda6(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3461,7 +3461,7 @@ extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda6(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda6(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q4_K_q8_1_cuda6(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3469,7 +3469,7 @@ extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda6(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda6(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q5_K_q8_1_cuda6(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3477,7 +3477,7 @@ extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda6(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda6(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q6_K_q8_1_cuda6(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3486,7 +3486,7 @@ extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda6(
 }
 
 // batch size = 7
-extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda7(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q4_0_q8_1_cuda7(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3494,7 +3494,7 @@ extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda7(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda7(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q4_1_q8_1_cuda7(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3502,7 +3502,7 @@ extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda7(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda7(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q5_0_q8_1_cuda7(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3510,7 +3510,7 @@ extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda7(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda7(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q5_1_q8_1_cuda7(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3518,7 +3518,7 @@ extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda7(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda7(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q8_0_q8_1_cuda7(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3526,7 +3526,7 @@ extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda7(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda7(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q2_K_q8_1_cuda7(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3534,7 +3534,7 @@ extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda7(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda7(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q3_K_q8_1_cuda7(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3542,7 +3542,7 @@ extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda7(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda7(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q4_K_q8_1_cuda7(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3550,7 +3550,7 @@ extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda7(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda7(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q5_K_q8_1_cuda7(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3558,7 +3558,7 @@ extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda7(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda7(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q6_K_q8_1_cuda7(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3567,7 +3567,7 @@ extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda7(
 }
 
 // batch size = 8
-extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda8(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q4_0_q8_1_cuda8(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3575,7 +3575,7 @@ extern "C" __global__ void mul_mat_vec_q4_0_q8_1_cuda8(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda8(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q4_1_q8_1_cuda8(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3583,7 +3583,7 @@ extern "C" __global__ void mul_mat_vec_q4_1_q8_1_cuda8(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda8(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q5_0_q8_1_cuda8(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3591,7 +3591,7 @@ extern "C" __global__ void mul_mat_vec_q5_0_q8_1_cuda8(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda8(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q5_1_q8_1_cuda8(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3599,7 +3599,7 @@ extern "C" __global__ void mul_mat_vec_q5_1_q8_1_cuda8(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda8(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q8_0_q8_1_cuda8(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3607,7 +3607,7 @@ extern "C" __global__ void mul_mat_vec_q8_0_q8_1_cuda8(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda8(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q2_K_q8_1_cuda8(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3615,7 +3615,7 @@ extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda8(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda8(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q3_K_q8_1_cuda8(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3623,7 +3623,7 @@ extern "C" __global__ void mul_mat_vec_q3_K_q8_1_cuda8(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda8(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q4_K_q8_1_cuda8(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3631,7 +3631,7 @@ extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda8(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda8(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q5_K_q8_1_cuda8(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -3639,7 +3639,7 @@ extern "C" __global__ void mul_mat_vec_q5_K_q8_1_cuda8(
         (vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);
 }
 
-extern "C" __global__ void mul_mat_vec_q6_K_q8_1_cuda8(
+extern "C" __global__ void __launch_bounds__(64) mul_mat_vec_q6_K_q8_1_cuda8(
     const void * vx, const void * vy, float * dst,
     const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {
 
@@ -4507,7 +4507,7 @@ static __device__ __forceinline__ float vec_dot_q4_1_q8_1_mul_mat(
 
 
 extern "C" __global__ void
-    mul_mat_q4_0(
+    __launch_bounds__(128) mul_mat_q4_0(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
     const int mmq_x  =  MMQ_X_Q4_0_AMPERE;
@@ -4520,7 +4520,7 @@ extern "C" __global__ void
 }
 
 extern "C" __global__ void
-    mul_mat_q4_1(
+    __launch_bounds__(128) mul_mat_q4_1(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
     const int mmq_x  =  MMQ_X_Q4_1_AMPERE;
@@ -4534,7 +4534,7 @@ extern "C" __global__ void
 
 
 extern "C" __global__ void
-    mul_mat_q5_0(
+    __launch_bounds__(128) mul_mat_q5_0(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
     const int mmq_x  =  MMQ_X_Q5_0_AMPERE;
@@ -4547,7 +4547,7 @@ extern "C" __global__ void
 }
 
 extern "C" __global__ void
-mul_mat_q5_1(
+__launch_bounds__(128) mul_mat_q5_1(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
     const int mmq_x  =  MMQ_X_Q5_1_AMPERE;
@@ -4560,7 +4560,7 @@ mul_mat_q5_1(
 }
 
 extern "C" __global__ void
-    mul_mat_q8_0(
+    __launch_bounds__(128) mul_mat_q8_0(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
     const int mmq_x  =  MMQ_X_Q8_0_AMPERE;
@@ -4573,7 +4573,7 @@ extern "C" __global__ void
 }
 
 extern "C" __global__ void
-mul_mat_q2_K(
+__launch_bounds__(128) mul_mat_q2_K(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
     const int mmq_x  =  MMQ_X_Q2_K_AMPERE;
@@ -4585,7 +4585,7 @@ mul_mat_q2_K(
 }
 
 extern "C" __global__ void
-    mul_mat_q3_K(
+    __launch_bounds__(128) mul_mat_q3_K(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
     const int mmq_x  =  MMQ_X_Q3_K_AMPERE;
@@ -4597,7 +4597,7 @@ extern "C" __global__ void
 }
 
 extern "C" __global__ void
-    mul_mat_q4_K(
+    __launch_bounds__(128) mul_mat_q4_K(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
     const int mmq_x  =  MMQ_X_Q4_K_AMPERE;
@@ -4609,7 +4609,7 @@ extern "C" __global__ void
 }
 
 extern "C" __global__ void
-mul_mat_q5_K(
+__launch_bounds__(128) mul_mat_q5_K(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
     const int mmq_x  =  MMQ_X_Q5_K_AMPERE;
@@ -4621,7 +4621,7 @@ mul_mat_q5_K(
 }
 
 extern "C" __global__ void
-    mul_mat_q6_K(
+    __launch_bounds__(128) mul_mat_q6_K(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
     const int mmq_x  =  MMQ_X_Q6_K_AMPERE;

@@ -3447,7 +3447,7 @@ static __global__ void mul_mat_q(
 }
 
 template <ggml_type type, int mmq_x, bool need_check>
-static __global__ void mul_mat_q_stream_k_fixup(const int32_t * ids_dst,
+static __global__ void __launch_bounds__(ggml_cuda_get_physical_warp_size() * mmq_get_nwarps_device()) mul_mat_q_stream_k_fixup(const int32_t * ids_dst,
                                                 const int32_t * expert_bounds,
                                                 float * __restrict__ dst,
                                                 const float * __restrict__ tmp_last_tile,

@@ -120,7 +120,7 @@ __forceinline__ __device__ void dequantize_block_warp(
  * @param gguf_dtype        GGUF quantization type ID (e.g., Q8_0)
 */
 template<typename T, int qk, typename block_q_t, int wrap_size>
-__global__ void moe_gemm_gguf_prefill_kernel(
+__global__ void __launch_bounds__(WARPS_PER_BLOCK * wrap_size) moe_gemm_gguf_prefill_kernel(
     const T* __restrict__ input,
     const uint8_t* __restrict__ weights, // Now uint8_t*
     const int32_t* __restrict__ sorted_token_ids,

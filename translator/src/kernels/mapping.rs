@@ -611,3 +611,58 @@ pub const NVCC_FLAGS: &[(&str, NvccFlag)] = &[
     ("--gpu-architecture=*", NvccFlag::Drop("an NVIDIA arch: the AMD arches are chosen apart (CANDLE_ROCM_ARCHS)")),
     ("-gencode=*", NvccFlag::Drop("an NVIDIA arch: the AMD arches are chosen apart (CANDLE_ROCM_ARCHS)")),
 ];
+
+/// A kernel's workgroup bound: the most threads its launches use (rule `launch-bounds`).
+pub struct LaunchBound {
+    /// Upstream path relative to the kernels' `src/`.
+    pub file: &'static str,
+    /// The kernel's name as its `__global__` definition spells it (`##` pastes kept, as in
+    /// `mmvq_gguf_##tag##_plain_cuda##ncols`); `*` stands for any run of characters.
+    pub kernel: &'static str,
+    /// The most threads per block any launch of it uses: a C++ constant expression (of the
+    /// template's or the macro's parameters), written into `__launch_bounds__(...)`.
+    pub threads: &'static str,
+    /// How many `__global__` definitions the name matches in the file.
+    pub count: usize,
+    /// Where the launches are, and the block they use.
+    pub launched_by: &'static str,
+}
+
+/// Rule `launch-bounds`: kernels launched with fewer threads than the 1024 hipcc assumes
+/// without a bound, which caps a wave at 128 VGPRs (CDNA, gfx1030) or 192 (gfx11/gfx12)
+/// and makes them spill where nvcc's 255 registers do not: each gets
+/// `__launch_bounds__(threads)`, the block its launches use (a larger launch would fail,
+/// so every row names them). Results do not change; registers and spills do (the static
+/// report, `cargo xtask bench kernel-resources`).
+pub const LAUNCH_BOUNDS: &[LaunchBound] = &[
+    LaunchBound { file: "quantized.cu", kernel: "mul_mat_q*", threads: "128", count: 10, launched_by: "candle-core's quantized/rocm.rs mul_mat_via_q8_1: block (WARP_SIZE = 32, 4)" },
+    LaunchBound { file: "quantized.cu", kernel: "mul_mat_vec_*_q8_1_cuda1", threads: "128", count: 10, launched_by: "quantized/rocm.rs dequantize_mul_mat_vec: block (32, 4) for batch 1" },
+    LaunchBound { file: "quantized.cu", kernel: "mul_mat_vec_*_q8_1_cuda2", threads: "128", count: 10, launched_by: "quantized/rocm.rs: block (32, 4) for batch 2..=4" },
+    LaunchBound { file: "quantized.cu", kernel: "mul_mat_vec_*_q8_1_cuda3", threads: "128", count: 10, launched_by: "quantized/rocm.rs: block (32, 4) for batch 2..=4" },
+    LaunchBound { file: "quantized.cu", kernel: "mul_mat_vec_*_q8_1_cuda4", threads: "128", count: 10, launched_by: "quantized/rocm.rs: block (32, 4) for batch 2..=4" },
+    LaunchBound { file: "quantized.cu", kernel: "mul_mat_vec_*_q8_1_cuda5", threads: "64", count: 10, launched_by: "quantized/rocm.rs: block (32, 2) for batch 5..=8" },
+    LaunchBound { file: "quantized.cu", kernel: "mul_mat_vec_*_q8_1_cuda6", threads: "64", count: 10, launched_by: "quantized/rocm.rs: block (32, 2) for batch 5..=8" },
+    LaunchBound { file: "quantized.cu", kernel: "mul_mat_vec_*_q8_1_cuda7", threads: "64", count: 10, launched_by: "quantized/rocm.rs: block (32, 2) for batch 5..=8" },
+    LaunchBound { file: "quantized.cu", kernel: "mul_mat_vec_*_q8_1_cuda8", threads: "64", count: 10, launched_by: "quantized/rocm.rs: block (32, 2) for batch 5..=8" },
+    LaunchBound {
+        file: "mmvq_gguf.cu",
+        kernel: "mmvq_gguf_##tag##_##dst_tag##_plain_cuda##ncols",
+        threads: "WARP_SIZE * ((ncols) <= 4 ? 4 : 2)",
+        count: 1,
+        launched_by: "mmvq_gguf.cu's launch_mmvq_gguf_*_plain: block (WARP_SIZE, b_size <= 4 ? 4 : 2)",
+    },
+    LaunchBound {
+        file: "moe/moe_wmma_gguf.cu",
+        kernel: "moe_gemm_gguf_prefill_kernel",
+        threads: "WARPS_PER_BLOCK * wrap_size",
+        count: 1,
+        launched_by: "LAUNCH_MOE_GGUF_PREFILL: block (32 or 64, WARPS_PER_BLOCK) with wrap_size the same 32 or 64",
+    },
+    LaunchBound {
+        file: "mmq_gguf/mmq_gguf.cuh",
+        kernel: "mul_mat_q_stream_k_fixup",
+        threads: "ggml_cuda_get_physical_warp_size() * mmq_get_nwarps_device()",
+        count: 1,
+        launched_by: "the mmq_instance launchers: block_dims(warp_size_host, nwarps_host), as mul_mat_q, whose bound ggml gives the same expression",
+    },
+];

@@ -14,6 +14,7 @@ mod hipify_casts;
 mod host_arch;
 mod includes;
 mod inline_asm;
+mod launch_bounds;
 mod names;
 mod pp_expr;
 mod prelude;
@@ -66,6 +67,7 @@ pub const PIPELINE: &[Rule] = &[
     Rule { name: "ggml-amd-profile", apply: ggml_amd::apply },
     Rule { name: "ggml-host-tiles", apply: ggml_host_tiles::apply },
     Rule { name: "wave-rows", apply: wave_rows::apply },
+    Rule { name: "launch-bounds", apply: launch_bounds::apply },
     Rule { name: "upstream-kernel-fixes", apply: upstream_fixes::apply },
     Rule { name: "inline-asm", apply: inline_asm::apply },
     Rule { name: "warp-sync-intrinsics", apply: warp_sync::apply },
