@@ -19,6 +19,7 @@ pub(crate) fn fake_stream() -> Arc<HipStream> {
         num_streams: AtomicUsize::new(0),
         event_tracking: AtomicBool::new(true),
         error_state: AtomicU32::new(0),
+        attributes: Default::default(),
     });
     Arc::new(HipStream { stream: std::ptr::null_mut(), ctx })
 }

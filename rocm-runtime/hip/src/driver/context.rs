@@ -7,7 +7,7 @@
 use super::result::{self, check, HipError};
 use super::sys::{self, hip};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// One HIP device as used by this process.
 #[derive(Debug)]
@@ -18,6 +18,9 @@ pub struct HipContext {
     pub(crate) num_streams: AtomicUsize,
     pub(crate) event_tracking: AtomicBool,
     pub(crate) error_state: AtomicU32,
+    /// Device attributes read once each (they never change): [`HipContext::attribute`]
+    /// is asked per launch by the generated code (the wavefront size of a softmax).
+    pub(crate) attributes: [OnceLock<i32>; sys::CUdevice_attribute::ALL.len()],
 }
 
 impl PartialEq for HipContext {
@@ -51,6 +54,7 @@ impl HipContext {
             num_streams: AtomicUsize::new(0),
             event_tracking: AtomicBool::new(true),
             error_state: AtomicU32::new(0),
+            attributes: Default::default(),
         }))
     }
 
@@ -78,7 +82,12 @@ impl HipContext {
         check(unsafe { hip::hipDeviceSynchronize() })
     }
     pub fn attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32, HipError> {
-        unsafe { result::device::get_attribute(self.device, attr) }
+        let slot = &self.attributes[attr.index()];
+        if let Some(value) = slot.get() {
+            return Ok(*value);
+        }
+        let value = unsafe { result::device::get_attribute(self.device, attr) }?;
+        Ok(*slot.get_or_init(|| value))
     }
     pub fn is_in_multi_stream_mode(&self) -> bool { self.num_streams.load(Ordering::Relaxed) > 0 }
     pub fn is_event_tracking(&self) -> bool { self.event_tracking.load(Ordering::Relaxed) }

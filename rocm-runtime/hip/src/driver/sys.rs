@@ -88,6 +88,46 @@ pub enum CUdevice_attribute {
         hip::hipDeviceAttribute_t_hipDeviceAttributeMemoryPoolsSupported,
 }
 
+impl CUdevice_attribute {
+    /// Every attribute, in the order of the context's cache.
+    pub const ALL: [CUdevice_attribute; 7] = [
+        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE,
+        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+    ];
+
+    /// Its place in [`CUdevice_attribute::ALL`] (a match, so that a new attribute must be
+    /// given one).
+    pub(crate) fn index(self) -> usize {
+        use CUdevice_attribute::*;
+        match self {
+            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR => 0,
+            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR => 1,
+            CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT => 2,
+            CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK => 3,
+            CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN => 4,
+            CU_DEVICE_ATTRIBUTE_WARP_SIZE => 5,
+            CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED => 6,
+        }
+    }
+}
+
+#[cfg(test)]
+mod attribute_tests {
+    use super::CUdevice_attribute;
+
+    #[test]
+    fn every_attribute_has_its_own_cache_slot() {
+        for (i, a) in CUdevice_attribute::ALL.iter().enumerate() {
+            assert_eq!(a.index(), i, "{a:?}");
+        }
+    }
+}
+
 /// Event creation flags (`hipEventDefault`, `hipEventBlockingSync`, ...; same values).
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
