@@ -69,7 +69,7 @@
 #define CANDLE_HIP_NO_MMQ_MFMA
 #endif
 
-// ggml's MFMA MMQ tiles (v_mfma_i32_*), wave64, as ggml's default (checked in the CPU 64-lane emulation, tests/amd_emulation/mmq_wave64); CANDLE_HIP_NO_MMQ_MFMA (ggml's GGML_HIP_NO_MMQ_MFMA) keeps the dp4a tiles; not on CDNA4 (gfx950), which lacks the v_mfma_i32_16x16x16i8 that upstream's copy uses for every CDNA but CDNA3
-#if defined(CDNA) && !defined(CDNA4) && !defined(CANDLE_HIP_NO_MMQ_MFMA)
+// ggml's MFMA MMQ tiles (v_mfma_i32_*), wave64, as ggml's default (checked in the CPU 64-lane emulation, tests/amd_emulation/mmq_wave64); CANDLE_HIP_NO_MMQ_MFMA (ggml's GGML_HIP_NO_MMQ_MFMA) keeps the dp4a tiles; CDNA4 (gfx950) takes CDNA3's int8 instructions (rule ggml-cdna4-mma), as ggml does since llama.cpp PR 21570
+#if defined(CDNA) && !defined(CANDLE_HIP_NO_MMQ_MFMA)
 #define AMD_MFMA_AVAILABLE
 #endif

@@ -286,7 +286,7 @@ static bool fp16_mma_hardware_available(const int cc) {
 
 static bool amd_mfma_available(const int cc) {
 #if !defined(CANDLE_HIP_NO_MMQ_MFMA)
-    return GGML_CUDA_CC_IS_CDNA(cc) && cc != GGML_CUDA_CC_OFFSET_AMD + 0x950; // not CDNA4: see AMD_MFMA_AVAILABLE
+    return GGML_CUDA_CC_IS_CDNA(cc);
 #else
     GGML_UNUSED(cc);
     return false;

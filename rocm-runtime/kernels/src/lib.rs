@@ -34,9 +34,8 @@
 //!   compiling again. The GPU bundle's test builds share one.
 //!
 //! * `CANDLE_ROCM_MMQ_MFMA`: `0` compiles ggml's dp4a tiles for quantized
-//!   matmul on CDNA (gfx90a, gfx942) instead of its MFMA tiles, the default as
-//!   in ggml (gfx950 has dp4a tiles either way). RDNA3/RDNA4 take ggml's WMMA
-//!   tiles always.
+//!   matmul on CDNA (gfx90a, gfx942, gfx950) instead of its MFMA tiles, the
+//!   default as in ggml. RDNA3/RDNA4 take ggml's WMMA tiles always.
 //!
 //! At run time, `CANDLE_ROCM_CODE_OBJECTS_DIR=DIR` makes [`Module::code_object`]
 //! return the bytes of `DIR/<module>.co` (`affine.co`, …) instead of the

@@ -212,8 +212,10 @@ static void tile_selftest(int* passed, int* failed) {
 emu_mmq_api EMU_CAT(emu_api_, EMU_CFG)() {
     using namespace EMU_CFG;
     emu_mmq_api api{};
-    api.name = EMU_GFX == 0x942 ? "gfx942" : EMU_GFX == 0x90a ? "gfx90a" : "?";
-#if defined(CDNA3)
+    api.name = EMU_GFX == 0x942 ? "gfx942" : EMU_GFX == 0x90a ? "gfx90a" : EMU_GFX == 0x950 ? "gfx950" : "?";
+#if defined(CDNA4)
+    api.family = "CDNA4";
+#elif defined(CDNA3)
     api.family = "CDNA3";
 #elif defined(CDNA2)
     api.family = "CDNA2";

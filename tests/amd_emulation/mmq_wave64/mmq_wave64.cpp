@@ -2,7 +2,8 @@
 // paths in a CPU emulation of 64-lane wavefronts (hip_cpu_device.h, with the
 // int8 MFMA instructions of mfma_cpu.h), for gfx942 (CDNA3) and gfx90a (CDNA2),
 // each with ggml's MFMA tiles (the default) and with CANDLE_HIP_NO_MMQ_MFMA (its dp4a tiles on
-// 64-lane physical warps), and compares every result with an f64 reference.
+// 64-lane physical warps), and for gfx950 (CDNA4) with its MFMA tiles (CDNA3's
+// instructions), and compares every result with an f64 reference.
 // Built and run by run.sh (g++ only, no GPU).
 //
 // Per configuration, type and shape:
@@ -48,6 +49,7 @@ emu_mmq_api emu_api_cdna3_mfma();
 emu_mmq_api emu_api_cdna3_dp4a();
 emu_mmq_api emu_api_cdna2_mfma();
 emu_mmq_api emu_api_cdna2_dp4a();
+emu_mmq_api emu_api_cdna4_mfma();
 void run_mfma_selftests(int* passed, int* failed);
 
 namespace {
@@ -489,9 +491,10 @@ int main() {
     printf("== emulated MFMA instructions (mfma_cpu.h) ==\n");
     run_mfma_selftests(&g_passed, &g_failed);
 
-    const emu_mmq_api apis[] = {emu_api_cdna3_mfma(), emu_api_cdna3_dp4a(), emu_api_cdna2_mfma(), emu_api_cdna2_dp4a()};
+    const emu_mmq_api apis[] = {emu_api_cdna3_mfma(), emu_api_cdna3_dp4a(), emu_api_cdna2_mfma(), emu_api_cdna2_dp4a(), emu_api_cdna4_mfma()};
+    constexpr int kConfigs = sizeof apis / sizeof apis[0];
     // results[config][type][shape]
-    static result results[4][sizeof kTypes / sizeof kTypes[0]][sizeof kShapes / sizeof kShapes[0]];
+    static result results[kConfigs][sizeof kTypes / sizeof kTypes[0]][sizeof kShapes / sizeof kShapes[0]];
 
     printf("\n== configurations ==\n");
     for (const emu_mmq_api& api : apis) {
@@ -508,7 +511,7 @@ int main() {
     printf("\n== mul_mat_q against the f64 reference (NMSE = sum((y-ref)^2)/sum(ref^2); pass: NMSE < 1e-10) ==\n");
     printf("%-7s %-6s %-4s %-5s %-14s %6s %-9s %-8s %6s %11s %11s  %s\n", "arch", "family", "MFMA", "type", "rows x K x cols", "mmq_x",
            "grid", "block", "shmem", "NMSE", "max|err|", "result");
-    for (int ci = 0; ci < 4; ++ci) {
+    for (int ci = 0; ci < kConfigs; ++ci) {
         const emu_mmq_api& api = apis[ci];
         for (int si = 0; si < static_cast<int>(sizeof kShapes / sizeof kShapes[0]); ++si) {
             const shape sh = kShapes[si];

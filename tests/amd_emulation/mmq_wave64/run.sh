@@ -34,8 +34,11 @@ pids=()
 build_cfg cdna2_mfma __gfx90a__ & pids+=($!)
 build_cfg cdna2_dp4a __gfx90a__ -DCANDLE_HIP_NO_MMQ_MFMA & pids+=($!)
 wait "${pids[@]}"
+# gfx950 (CDNA4): CDNA3's int8 MFMA instructions (rule ggml-cdna4-mma); its dp4a tiles are
+# gfx942's code
+build_cfg cdna4_mfma __gfx950__
 "${cxx[@]}" -c "$emu/mfma_selftest.cpp" -o "$build/mfma_selftest.o"
 "${cxx[@]}" -c "$here/mmq_wave64.cpp" -o "$build/mmq_wave64.o"
-"${cxx[@]}" "$build"/cdna3_mfma.o "$build"/cdna3_dp4a.o "$build"/cdna2_mfma.o "$build"/cdna2_dp4a.o \
+"${cxx[@]}" "$build"/cdna3_mfma.o "$build"/cdna3_dp4a.o "$build"/cdna2_mfma.o "$build"/cdna2_dp4a.o "$build"/cdna4_mfma.o \
     "$build/mfma_selftest.o" "$build/mmq_wave64.o" -o "$build/mmq_wave64"
 "$build/mmq_wave64"

@@ -393,8 +393,8 @@ pub const GGML_DERIVED_DEFINES: &[GgmlDerivedDefine] = &[
     },
     GgmlDerivedDefine {
         define: "AMD_MFMA_AVAILABLE",
-        condition: "defined(CDNA) && !defined(CDNA4) && !defined(CANDLE_HIP_NO_MMQ_MFMA)",
-        why: "ggml's MFMA MMQ tiles (v_mfma_i32_*), wave64, as ggml's default (checked in the CPU 64-lane emulation, tests/amd_emulation/mmq_wave64); CANDLE_HIP_NO_MMQ_MFMA (ggml's GGML_HIP_NO_MMQ_MFMA) keeps the dp4a tiles; not on CDNA4 (gfx950), which lacks the v_mfma_i32_16x16x16i8 that upstream's copy uses for every CDNA but CDNA3",
+        condition: "defined(CDNA) && !defined(CANDLE_HIP_NO_MMQ_MFMA)",
+        why: "ggml's MFMA MMQ tiles (v_mfma_i32_*), wave64, as ggml's default (checked in the CPU 64-lane emulation, tests/amd_emulation/mmq_wave64); CANDLE_HIP_NO_MMQ_MFMA (ggml's GGML_HIP_NO_MMQ_MFMA) keeps the dp4a tiles; CDNA4 (gfx950) takes CDNA3's int8 instructions (rule ggml-cdna4-mma), as ggml does since llama.cpp PR 21570",
     },
 ];
 
@@ -421,7 +421,7 @@ pub struct GgmlAmdQuery {
 pub const GGML_AMD_QUERIES: &[GgmlAmdQuery] = &[
     GgmlAmdQuery {
         function: "amd_mfma_available",
-        definition: "static bool amd_mfma_available(const int cc) {\n#if !defined(CANDLE_HIP_NO_MMQ_MFMA)\n    return GGML_CUDA_CC_IS_CDNA(cc) && cc != GGML_CUDA_CC_OFFSET_AMD + 0x950; // not CDNA4: see AMD_MFMA_AVAILABLE\n#else\n    GGML_UNUSED(cc);\n    return false;\n#endif // !defined(CANDLE_HIP_NO_MMQ_MFMA)\n}",
+        definition: "static bool amd_mfma_available(const int cc) {\n#if !defined(CANDLE_HIP_NO_MMQ_MFMA)\n    return GGML_CUDA_CC_IS_CDNA(cc);\n#else\n    GGML_UNUSED(cc);\n    return false;\n#endif // !defined(CANDLE_HIP_NO_MMQ_MFMA)\n}",
         why: "host side of AMD_MFMA_AVAILABLE (the same switch)",
     },
     GgmlAmdQuery {
@@ -664,5 +664,49 @@ pub const LAUNCH_BOUNDS: &[LaunchBound] = &[
         threads: "ggml_cuda_get_physical_warp_size() * mmq_get_nwarps_device()",
         count: 1,
         launched_by: "the mmq_instance launchers: block_dims(warp_size_host, nwarps_host), as mul_mat_q, whose bound ggml gives the same expression",
+    },
+];
+
+/// Rule `ggml-cdna4-mma`: upstream's copy of ggml's `mma` tiles (mmq_gguf/mmq_mma.cuh)
+/// predates CDNA4 (gfx950): its int8 tiles take CDNA3's `v_mfma_i32_16x16x32_i8` /
+/// `v_mfma_i32_32x32x16_i8` only under `CDNA3`, and the other CDNA arches'
+/// `v_mfma_i32_16x16x16i8` / `32x32x8i8`, which gfx950 does not have. CDNA4 keeps CDNA3's
+/// int8 and bf16 instructions with the same operand and result layouts (AMD's CDNA4 MFMA
+/// reference: "CDNA4 retains ... INT8 ... shapes from CDNA3"; LLVM's gfx942 MFMA test runs
+/// them for gfx950 too) but not CDNA3's xf32 one. These rows route CDNA4 as ggml does since
+/// llama.cpp PR 21570 ("int8 matmul: mfma_i32_16x16x32_i8/32x32x16 (same as CDNA3)", "No
+/// xf32 MFMA").
+pub const GGML_CDNA4_MMA_EDITS: &[FunctionEdit] = &[
+    FunctionEdit {
+        file: "mmq_gguf/mmq_mma.cuh",
+        function: "mma",
+        upstream: "defined ( CDNA3 ) acc [ 0 ] = __builtin_amdgcn_mfma_i32_16x16x32_i8",
+        rocm: "defined(CDNA4) || defined(CDNA3)\n        acc[0] = __builtin_amdgcn_mfma_i32_16x16x32_i8",
+        count: 1,
+        why: "the 16x16 int8 tile: CDNA3's instruction, which CDNA4 has with the same layouts",
+    },
+    FunctionEdit {
+        file: "mmq_gguf/mmq_mma.cuh",
+        function: "mma",
+        upstream: "defined ( CDNA3 ) acc [ 0 ] = __builtin_amdgcn_mfma_i32_32x32x16_i8",
+        rocm: "defined(CDNA4) || defined(CDNA3)\n        acc[0] = __builtin_amdgcn_mfma_i32_32x32x16_i8",
+        count: 1,
+        why: "the 32x32 int8 tile: CDNA3's instruction, which CDNA4 has with the same layouts",
+    },
+    FunctionEdit {
+        file: "mmq_gguf/mmq_mma.cuh",
+        function: "mma",
+        upstream: "defined ( CDNA3 ) || defined ( CDNA2 )",
+        rocm: "defined(CDNA4) || defined(CDNA3) || defined(CDNA2)",
+        count: 1,
+        why: "the bf16 tile: v_mfma_f32_16x16x16bf16_1k, which CDNA4 has",
+    },
+    FunctionEdit {
+        file: "mmq_gguf/mmq_mma.cuh",
+        function: "mma",
+        upstream: "defined ( CDNA2 ) || defined ( CDNA1 )",
+        rocm: "defined(CDNA4) || defined(CDNA2) || defined(CDNA1)",
+        count: 1,
+        why: "the f32 tile: CDNA4 has no xf32 MFMA (CDNA3's v_mfma_f32_16x16x8_xf32), so it takes two v_mfma_f32_16x16x4f32 as CDNA2",
     },
 ];

@@ -9,6 +9,7 @@ mod call_renames;
 mod compat_overloads;
 mod fold_conditionals;
 mod ggml_amd;
+mod ggml_cdna4;
 mod ggml_host_tiles;
 mod hipify_casts;
 mod host_arch;
@@ -66,6 +67,7 @@ pub const PIPELINE: &[Rule] = &[
     Rule { name: "host-arch-queries", apply: host_arch::apply },
     Rule { name: "ggml-amd-profile", apply: ggml_amd::apply },
     Rule { name: "ggml-host-tiles", apply: ggml_host_tiles::apply },
+    Rule { name: "ggml-cdna4-mma", apply: ggml_cdna4::apply },
     Rule { name: "wave-rows", apply: wave_rows::apply },
     Rule { name: "launch-bounds", apply: launch_bounds::apply },
     Rule { name: "upstream-kernel-fixes", apply: upstream_fixes::apply },

@@ -19,10 +19,12 @@ use crate::lexer::{self, Token};
 use crate::TranslateError;
 
 pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
-    rewrite(unit, WAVE_ROW_EDITS)
+    rewrite(unit, WAVE_ROW_EDITS, "wave-rows", "WAVE_ROW_EDITS")
 }
 
-fn rewrite(unit: &mut Unit, rows: &[FunctionEdit]) -> Result<usize, TranslateError> {
+/// Applies the [`FunctionEdit`] rows of `table` (named `table_name` in
+/// kernels::mapping) for this file; errors name `rule` and the table.
+pub(super) fn rewrite(unit: &mut Unit, rows: &[FunctionEdit], rule: &str, table_name: &str) -> Result<usize, TranslateError> {
     let mut count = 0;
     for row in rows.iter().filter(|r| r.file == unit.path) {
         let pattern: Vec<Token> = lexer::lex(row.upstream).tokens.into_iter().filter(|t| !t.is_trivia()).collect();
@@ -50,7 +52,7 @@ fn rewrite(unit: &mut Unit, rows: &[FunctionEdit]) -> Result<usize, TranslateErr
         }
         if found != row.count {
             let what = if bodies == 0 { format!("{}: no definition", row.function) } else { format!("{}: `{}` {found} times, expected {}", row.function, row.upstream, row.count) };
-            return Err(TranslateError::unsupported(&unit.path, 0, what, "rule wave-rows: upstream changed this function (check the row in kernels::mapping::WAVE_ROW_EDITS)"));
+            return Err(TranslateError::unsupported(&unit.path, 0, what, format!("rule {rule}: upstream changed this function (check the row in kernels::mapping::{table_name})")));
         }
         count += found;
     }
@@ -107,7 +109,7 @@ mod tests {
 
     fn run(path: &str, src: &str) -> Result<(String, usize), TranslateError> {
         let mut unit = Unit { path: path.into(), tokens: lexer::lex(src).tokens };
-        let n = rewrite(&mut unit, ROWS)?;
+        let n = rewrite(&mut unit, ROWS, "wave-rows", "WAVE_ROW_EDITS")?;
         Ok((lexer::render(&unit.tokens), n))
     }
 
