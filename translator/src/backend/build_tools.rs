@@ -201,6 +201,15 @@ impl VisitMut for Port<'_> {
     }
 
     fn visit_expr_mut(&mut self, expr: &mut syn::Expr) {
+        // a build script that runs nvcc itself: no builder to map, listed for a hand port
+        if let syn::Expr::Call(call) = expr {
+            let runs_nvcc = matches!(&*call.func, syn::Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "new") && p.path.segments.iter().any(|s| s.ident == "Command"))
+                && matches!(call.args.first(), Some(syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) if s.value().rsplit('/').next() == Some("nvcc"));
+            if runs_nvcc {
+                let line = call.span().start().line as u32;
+                self.gaps.push(Gap::new(self.file, line, &describe(&*call), "needs a hand port", "the build script runs nvcc itself: compile with candle-rocm-build's Builder (build or build_lib) instead"));
+            }
+        }
         if let syn::Expr::MethodCall(m) = expr {
             if self.starts_at_builder(&m.receiver) {
                 let method = m.method.to_string();
@@ -260,7 +269,8 @@ fn main() -> Result<()> {
         assert!(t.contains("Command::new(\"nvcc\").arg(\"--version\")"), "a chain that starts elsewhere is left alone: {t}");
         assert!(t.contains("\"cargo::rustc-link-lib=dylib=amdhip64\"") && t.contains("\"cargo::rustc-link-lib=rotary\""), "{t}");
         let listed: Vec<(&str, u32)> = out.gaps.iter().map(|g| (g.feature.as_str(), g.line)).collect();
-        assert_eq!(listed, [("dropped", 4), ("needs a hand port", 5)]);
+        assert_eq!(listed, [("dropped", 4), ("needs a hand port", 5), ("needs a hand port", 7)]);
+        assert!(out.gaps[2].construct.contains("Command :: new (\"nvcc\")") && out.gaps[2].reason.contains("runs nvcc itself"), "{:?}", out.gaps[2]);
         assert!(out.gaps[1].construct.starts_with(".with_cutlass(Some (\"7d49e6c\"))"), "{:?}", out.gaps);
     }
 
