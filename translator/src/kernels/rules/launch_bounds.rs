@@ -8,6 +8,8 @@
 //! match exactly `count` definitions, none of which may carry a bound already: anything
 //! else is an error naming the file and the row (upstream changed: check the launches).
 
+use hip_build::plan::wildcard_match;
+
 use super::tokens::{next_significant, prev_significant, tokens_from};
 use super::{TreeFacts, Unit};
 use crate::kernels::mapping::{LaunchBound, LAUNCH_BOUNDS};
@@ -34,7 +36,7 @@ fn rewrite(unit: &mut Unit, rows: &[LaunchBound]) -> Result<usize, TranslateErro
             i += 1;
             continue;
         };
-        if let Some(r) = rows.iter().position(|r| matches(r.kernel, &name)) {
+        if let Some(r) = rows.iter().position(|r| wildcard_match(r.kernel, &name)) {
             if bounded {
                 return Err(TranslateError::unsupported(&unit.path, unit.tokens[i].line, format!("__global__ {name}"), "rule launch-bounds: upstream bounds this kernel already (remove its row in kernels::mapping::LAUNCH_BOUNDS)"));
             }
@@ -94,21 +96,6 @@ fn kernel_name(tokens: &[Token], at: usize) -> Option<(usize, String, bool)> {
     Some((start, name, bounded))
 }
 
-/// Whether `name` fits `pattern`, whose `*` stands for any run of characters.
-fn matches(pattern: &str, name: &str) -> bool {
-    match pattern.split_once('*') {
-        None => pattern == name,
-        Some((head, tail)) => name.len() >= head.len() + tail.len() && name.starts_with(head) && matches_tail(tail, &name[head.len()..]),
-    }
-}
-
-fn matches_tail(pattern: &str, rest: &str) -> bool {
-    if !pattern.contains('*') {
-        return rest.ends_with(pattern);
-    }
-    (0..=rest.len()).filter(|&k| rest.is_char_boundary(k)).any(|k| matches(pattern, &rest[k..]))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,9 +140,10 @@ mod tests {
         assert!(err.starts_with("q.cu:1: __global__ mul_mat_vec_a_cuda1") && err.contains("bounds this kernel already"), "{err}");
     }
 
+    /// The rows' patterns, through hip-build's matcher (the one static_library patterns use).
     #[test]
     fn patterns() {
-        assert!(matches("mul_mat_q*", "mul_mat_q4_0") && !matches("mul_mat_q*", "mul_mat_vec_q4_0"));
-        assert!(matches("a*b*c", "axxbyyc") && !matches("a*b*c", "axxcyyb"));
+        assert!(wildcard_match("mul_mat_q*", "mul_mat_q4_0") && !wildcard_match("mul_mat_q*", "mul_mat_vec_q4_0"));
+        assert!(wildcard_match("a*b*c", "axxbyyc") && !wildcard_match("a*b*c", "axxcyyb"));
     }
 }
