@@ -262,7 +262,10 @@ impl Builder {
                 let (code_objects, compiled) = build_hip_on_cuda(&t, &arch, None, &self.hipcc_flags()?)?;
                 (code_objects, vec![arch], compiled)
             }
-            None => self.build_hipcc(&t, OutputKind::CodeObject)?,
+            None => {
+                let (code_objects, arches, compiled, _) = self.build_hipcc(&t, OutputKind::CodeObject)?;
+                (code_objects, arches, compiled)
+            }
         };
         let rust_file = t.out.join("rocm_kernels.rs");
         write_if_changed(&rust_file, rust_constants(&code_objects, &arches).as_bytes()).map_err(Error::Io)?;
@@ -293,33 +296,28 @@ impl Builder {
         let dir = out_file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(|e| Error::Io(format!("creating {}: {e}", dir.display())))?;
         let t = self.translate()?;
-        let (path, arches, compiled) = match self.hip_on_cuda_arch() {
+        // the host objects (device code embedded) and the hipcc whose llvm-ar may archive them
+        let (objects, arches, compiled, hipcc) = match self.hip_on_cuda_arch() {
             Some(arch) => {
                 let (_, compiled) = build_hip_on_cuda(&t, &arch, Some(&name), &self.hipcc_flags()?)?;
-                // nvcc's host objects (the cubins embedded), as hipcc's are archived
-                let objects = code_objects(&t.kernels, &t.out.join("hip-on-cuda/obj"), "o")?;
-                if compiled > 0 || !out_file.is_file() {
-                    let objects: Vec<&Path> = objects.iter().map(|o| o.path.as_path()).collect();
-                    build_script::archive(None, out_file, &objects).map_err(Error::Hipcc)?;
-                }
                 // what nvcc's objects call: CUDA's runtime, linked statically as nvcc links it
                 let cuda_lib = cuda_library_dir()?;
                 println!("cargo:rustc-link-search=native={}", cuda_lib.display());
                 for lib in ["static=cudart_static", "dylib=dl", "dylib=rt", "dylib=pthread"] {
                     println!("cargo:rustc-link-lib={lib}");
                 }
-                (out_file.to_path_buf(), vec![arch], compiled)
+                (code_objects(&t.kernels, &t.out.join("hip-on-cuda/obj"), "o")?, vec![arch], compiled, None)
             }
             None => {
-                let (objects, arches, compiled) = self.build_hipcc(&t, OutputKind::Object)?;
-                if compiled > 0 || !out_file.is_file() {
-                    let hipcc = self.locate_hipcc()?;
-                    let objects: Vec<&Path> = objects.iter().map(|o| o.path.as_path()).collect();
-                    build_script::archive(Some(&hipcc), out_file, &objects).map_err(Error::Hipcc)?;
-                }
-                (out_file.to_path_buf(), arches, compiled)
+                let (objects, arches, compiled, hipcc) = self.build_hipcc(&t, OutputKind::Object)?;
+                (objects, arches, compiled, Some(hipcc))
             }
         };
+        if compiled > 0 || !out_file.is_file() {
+            let objects: Vec<&Path> = objects.iter().map(|o| o.path.as_path()).collect();
+            build_script::archive(hipcc.as_ref(), out_file, &objects).map_err(Error::Hipcc)?;
+        }
+        let path = out_file.to_path_buf();
         Ok(Library { name, path, hip_dir: t.hip_dir, arches, compiled, translate_s: t.translate_s })
     }
 
@@ -369,8 +367,8 @@ impl Builder {
 
     /// The AMD build: each kernel file's code object (or host object, for a library) for the
     /// chosen arches, with hipcc, compiled again only when out of date. Returns the outputs,
-    /// the arches and how many were compiled.
-    fn build_hipcc(&self, t: &Translated, kind: OutputKind) -> Result<(Vec<CodeObject>, Vec<String>, usize)> {
+    /// the arches, how many were compiled and the hipcc used.
+    fn build_hipcc(&self, t: &Translated, kind: OutputKind) -> Result<(Vec<CodeObject>, Vec<String>, usize, hip_build::Hipcc)> {
         let (out, hip_dir) = (t.out.as_path(), t.hip_dir.as_path());
         let hipcc = self.locate_hipcc()?;
         let version = build_script::check_version(&hipcc).map_err(Error::Hipcc)?;
@@ -413,7 +411,7 @@ impl Builder {
             return Err(Error::Hipcc(failures.join("\n")));
         }
         write_if_changed(&stamp_path, stamp.as_bytes()).map_err(Error::Io)?;
-        Ok((code_objects, arches, compiled))
+        Ok((code_objects, arches, compiled, hipcc))
     }
 
     /// The translator's inputs (paths relative to their kernel's or include directory's
