@@ -219,10 +219,9 @@ impl VisitMut for Port<'_> {
                         m.method = syn::Ident::new(to, m.method.span());
                         self.rewrites += 1;
                     }
-                    Some(BuildToolMethod::Drop(why) | BuildToolMethod::Unmappable(why)) => {
-                        let kept = matches!(BUILD_TOOL_METHODS.iter().find(|(n, _)| *n == method), Some((_, BuildToolMethod::Drop(_))));
+                    Some(to @ (BuildToolMethod::Drop(why) | BuildToolMethod::Unmappable(why))) => {
                         let construct = format!(".{method}({})", describe(&m.args));
-                        let what = if kept { "dropped" } else { "needs a hand port" };
+                        let what = if matches!(to, BuildToolMethod::Drop(_)) { "dropped" } else { "needs a hand port" };
                         self.gaps.push(Gap::new(self.file, line as u32, &construct, what, why));
                         *expr = (*m.receiver).clone();
                         return self.visit_expr_mut(expr);

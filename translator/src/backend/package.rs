@@ -365,8 +365,13 @@ pub fn build_tools_as_candle_rocm_build(file: &str, manifest: &str, paths: &Pack
     let mut spec = toml::Table::new();
     spec.insert("path".into(), toml::Value::String(path.clone()));
     deps.insert("candle-rocm-build".into(), toml::Value::Table(spec));
-    let body = toml::to_string(&table).map_err(|e| TranslateError::unsupported(file, 1, "Cargo.toml", format!("does not print: {e}")))?;
-    // the provenance line(s) at the top stay
+    print_with_header(file, manifest, &table)
+}
+
+/// `table` printed as a manifest, after the comment lines that begin `manifest` (the
+/// provenance line a mirrored manifest starts with stays when a later rule edits it).
+pub fn print_with_header(file: &str, manifest: &str, table: &toml::Table) -> Result<String, TranslateError> {
+    let body = toml::to_string(table).map_err(|e| TranslateError::unsupported(file, 1, "Cargo.toml", format!("does not print: {e}")))?;
     let header: String = manifest.lines().take_while(|l| l.starts_with('#')).map(|l| format!("{l}\n")).collect();
     Ok(format!("{header}{body}"))
 }

@@ -355,14 +355,9 @@ pub fn mirror_package_files(files: &BTreeMap<String, Vec<u8>>, label: &str, mani
     let gate_cuda = translator::backend::package::requires_cuda(manifest_text);
     let cuda_only_examples = translator::backend::package::cuda_only_examples(manifest_text, &|p| files.contains_key(p));
     let roots: Vec<TargetRoot> = roots.into_iter().map(|path| TargetRoot { gate_cuda: gate_cuda || cuda_only_examples.contains(&path), path }).collect();
-    let mirror = translator::backend::mirror_targets(&sources, &roots, label)?;
+    let translator::backend::CrateMirror { files: mirrored, mut rule_counts, mut gaps, unmapped, .. } = translator::backend::mirror_targets(&sources, &roots, label)?;
 
-    let mut out: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    for (path, text) in &mirror.files {
-        out.insert(path.clone(), text.clone().into_bytes());
-    }
-    let mut rule_counts = mirror.rule_counts.clone();
-    let mut gaps = mirror.gaps.clone();
+    let mut out: BTreeMap<String, Vec<u8>> = mirrored.into_iter().map(|(path, text)| (path, text.into_bytes())).collect();
     for (path, bytes) in files {
         if build_script == BuildScript::Port && path == "build.rs" {
             let ported = translator::backend::build_tools::port_build_script(path, &utf8(path, bytes)?)?;
@@ -395,7 +390,7 @@ pub fn mirror_package_files(files: &BTreeMap<String, Vec<u8>>, label: &str, mani
     }
     gaps.extend(manifest.gaps);
     gaps.sort();
-    Ok(PackageMirror { files: out, rule_counts, gaps, unmapped: mirror.unmapped })
+    Ok(PackageMirror { files: out, rule_counts, gaps, unmapped })
 }
 
 /// Rust sources of the package's targets (the library's and the
