@@ -53,7 +53,9 @@ pub fn run(args: PortArgs) -> Result<ExitCode> {
     let ported = port(&args.src, &out, &root, args.candle.as_deref())?;
     print!("{}", ported.report);
     if args.check {
-        let (up_to_date, text) = tree::check_report(&tree::read_tree(&out)?, &ported.tree, &ported.label);
+        // what cargo writes there once the port is built is not the port's
+        let on_disk: tree::Tree = tree::read_tree(&out)?.into_iter().filter(|(p, _)| is_crate_file(p)).collect();
+        let (up_to_date, text) = tree::check_report(&on_disk, &ported.tree, &format!("{}/", tree::shown(&out).display()), "port-crate");
         print!("{text}");
         return Ok(if up_to_date { ExitCode::SUCCESS } else { ExitCode::FAILURE });
     }
@@ -72,11 +74,7 @@ pub struct Ported {
 /// Ports the crate at `src` for the output directory `out` (absolute), with the ROCm
 /// crates of the workspace at `root` and, when given, the generated packages in `candle`.
 pub fn port(src: &Path, out: &Path, root: &Path, candle: Option<&Path>) -> Result<Ported> {
-    // what cargo and git keep beside the sources is not the crate's
-    let files: BTreeMap<String, Vec<u8>> = tree::read_tree(src)?
-        .into_iter()
-        .filter(|(p, _)| !p.starts_with("target/") && !p.starts_with(".git/") && p != "Cargo.lock")
-        .collect();
+    let files: BTreeMap<String, Vec<u8>> = tree::read_tree(src)?.into_iter().filter(|(p, _)| is_crate_file(p)).collect();
     let manifest_text = String::from_utf8(files.get("Cargo.toml").cloned().with_context(|| format!("{} has no Cargo.toml", src.display()))?).map_err(|_| anyhow!("{}/Cargo.toml: not UTF-8", src.display()))?;
     let manifest: toml::Table = manifest_text.parse().with_context(|| format!("{}/Cargo.toml", src.display()))?;
     let package = |key: &str| manifest.get("package").and_then(|p| p.get(key)).and_then(|v| v.as_str()).unwrap_or("?").to_string();
@@ -108,6 +106,12 @@ pub fn port(src: &Path, out: &Path, root: &Path, candle: Option<&Path>) -> Resul
     let report = report(&label, &mirror, kernels.len(), &translated.rule_counts);
     mirror.files.insert(REPORT.into(), report.clone().into_bytes());
     Ok(Ported { label, tree: mirror.files, report })
+}
+
+/// Whether a file under a crate's directory is the crate's: not what cargo and git keep
+/// beside the sources (`target/`, `.git/`, `Cargo.lock`).
+fn is_crate_file(path: &str) -> bool {
+    !path.starts_with("target/") && !path.starts_with(".git/") && path != "Cargo.lock"
 }
 
 /// PORTED.md: what the rules did and what they left out.
@@ -157,8 +161,7 @@ fn patch_candle(manifest: &str, out: &Path, candle: &Path) -> Result<String> {
     let patch = table.entry("patch").or_insert_with(|| toml::Value::Table(toml::Table::new()));
     let patch = patch.as_table_mut().context("[patch] is not a table")?;
     patch.insert("crates-io".into(), toml::Value::Table(patches));
-    let header: String = manifest.lines().take_while(|l| l.starts_with('#')).map(|l| format!("{l}\n")).collect();
-    Ok(format!("{header}{}", toml::to_string(&table)?))
+    Ok(translator::backend::package::print_with_header("Cargo.toml", manifest, &table)?)
 }
 
 fn absolute(p: &Path) -> Result<PathBuf> {

@@ -143,7 +143,7 @@ pub const DIFF_LINES_PER_FILE: usize = 200;
 /// identical and the text to print: unified diffs of changed files, the
 /// added and removed files, and a final verdict line naming `label`
 /// (e.g. `generated/`).
-pub fn check_report(on_disk: &Tree, fresh: &Tree, label: &str) -> (bool, String) {
+pub fn check_report(on_disk: &Tree, fresh: &Tree, label: &str, command: &str) -> (bool, String) {
     let diff = compare(on_disk, fresh);
     if diff.is_empty() {
         return (true, format!("{label} is up to date ({} files)\n", fresh.len()));
@@ -153,13 +153,13 @@ pub fn check_report(on_disk: &Tree, fresh: &Tree, label: &str) -> (bool, String)
         text.push_str(&unified_diff(path, &on_disk[path], &fresh[path], DIFF_LINES_PER_FILE));
     }
     for path in &diff.added {
-        text.push_str(&format!("added (regen would create {label}{path})\n"));
+        text.push_str(&format!("added ({command} would create {label}{path})\n"));
     }
     for path in &diff.removed {
-        text.push_str(&format!("removed (regen would delete {label}{path})\n"));
+        text.push_str(&format!("removed ({command} would delete {label}{path})\n"));
     }
     text.push_str(&format!(
-        "{} changed, {} added, {} removed\n{label} is out of date: run cargo xtask regen\n",
+        "{} changed, {} added, {} removed\n{label} is out of date: run cargo xtask {command}\n",
         diff.changed.len(),
         diff.added.len(),
         diff.removed.len()
@@ -298,7 +298,7 @@ mod tests {
     #[test]
     fn check_report_passes_on_identical_trees() {
         let t = tree(&[("a", "1"), ("b", "2")]);
-        let (ok, text) = check_report(&t, &t.clone(), "generated/");
+        let (ok, text) = check_report(&t, &t.clone(), "generated/", "regen");
         assert!(ok);
         assert_eq!(text, "generated/ is up to date (2 files)\n");
     }
@@ -307,7 +307,7 @@ mod tests {
     fn check_report_shows_changed_added_and_removed() {
         let on_disk = tree(&[("kernels/a.hip", "x\ny\nz\n"), ("kernels/gone.hip", "g\n")]);
         let fresh = tree(&[("kernels/a.hip", "x\nY\nz\n"), ("kernels/new.hip", "n\n")]);
-        let (ok, text) = check_report(&on_disk, &fresh, "generated/");
+        let (ok, text) = check_report(&on_disk, &fresh, "generated/", "regen");
         assert!(!ok);
         assert!(text.contains("--- a/kernels/a.hip\n+++ b/kernels/a.hip\n"), "{text}");
         assert!(text.contains("-y\n+Y\n"), "{text}");
@@ -323,8 +323,8 @@ mod tests {
         let out = dir.path().join("generated");
         let t = tree(&[("kernels/a.hip", "a\n"), ("MANIFEST.toml", "m\n")]);
         write_atomic(&t, &out).unwrap();
-        assert!(check_report(&read_tree(&out).unwrap(), &t, "generated/").0);
+        assert!(check_report(&read_tree(&out).unwrap(), &t, "generated/", "regen").0);
         std::fs::write(out.join("kernels/a.hip"), "edited\n").unwrap();
-        assert!(!check_report(&read_tree(&out).unwrap(), &t, "generated/").0);
+        assert!(!check_report(&read_tree(&out).unwrap(), &t, "generated/", "regen").0);
     }
 }

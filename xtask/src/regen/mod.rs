@@ -87,7 +87,7 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
     let steps = STEPS.par_iter().map(|step| step(&input)).collect::<Result<Vec<_>>>()?;
     let tree = assemble(&upstream, &static_library(&config.kernels.static_library), &steps)?;
     if args.check {
-        let (up_to_date, text) = tree::check_report(&on_disk, &tree, &label);
+        let (up_to_date, text) = tree::check_report(&on_disk, &tree, &label, "regen");
         report(&upstream, &steps, &tree, &label, start);
         print!("{text}");
         return Ok(if up_to_date { ExitCode::SUCCESS } else { ExitCode::FAILURE });
