@@ -278,6 +278,14 @@ static std::pair<F, F> sofun(const char* name) {
 struct D3 { unsigned x = 1, y = 1, z = 1; };
 static D3 d3(unsigned x, unsigned y = 1, unsigned z = 1) { D3 d; d.x = x; d.y = y; d.z = z; return d; }
 static D3 for_num_elems(size_t n) { return d3((unsigned)((n + 1023) / 1024)); }  // cudarc LaunchConfig::for_num_elems
+// candle-rocm-hip's LaunchConfig::for_packed_elems: the ROCm backend launches the
+// elementwise kernels (contiguous loops on 16-byte packs, kernel rule elementwise-packs)
+// with one thread per 16-byte pack of the widest element when the layout is contiguous
+// and starts on a pack (backend rule elementwise-launches), else as for_num_elems.
+static D3 for_packed_elems(size_t n, size_t elem_bytes, bool packed) {
+    size_t per_pack = packed && elem_bytes >= 1 && elem_bytes <= 16 ? 16 / elem_bytes : 1;
+    return for_num_elems((n + per_pack - 1) / per_pack);
+}
 
 template <typename... A>
 static void klaunch(CUfunction f, D3 g, D3 b, unsigned smem, A... a) {
@@ -538,18 +546,29 @@ static bool want(const char* family) { return g_only.empty() || g_only.count(fam
 static const size_t NE = (size_t)1 << 26;  // elementwise size
 static const size_t ROWS = 16384, COLS = 4096;  // row-wise kernels: NE elements as rows x cols
 
+// The elementwise layouts measured: the whole buffer (aligned), a tail of fewer elements
+// than a pack (NE - 3 elements), and an input one element past a pack boundary (NE - 1
+// elements, read from the buffer's second element: the kernels' one-element fallback, which
+// the ROCm backend launches with one thread per element). Each side gets its own backend's
+// grid: the original candle's for_num_elems, ours for_packed_elems.
+enum Shape { WHOLE, TAIL, MISALIGNED };
+static const char* shape_suffix(Shape sh) { return sh == TAIL ? " (tail)" : sh == MISALIGNED ? " (misaligned)" : ""; }
+static size_t shape_elems(Shape sh) { return sh == TAIL ? NE - 3 : sh == MISALIGNED ? NE - 1 : NE; }
+
 // (numel, num_dims, info, inp, out): unary, ucopy, cast
-static void bench_map(const char* family, const char* module, const char* name, DT in_dt, DT out_dt) {
+static void bench_map(const char* family, const char* module, const char* name, DT in_dt, DT out_dt, Shape sh = WHOLE) {
     Case c;
     c.family = family;
-    c.kernel = name;
+    c.kernel = std::string(name) + shape_suffix(sh);
     KPair k = kfun(module, name);
-    CUdeviceptr in = rand_dev(in_dt, NE, -4.f, 4.f, 1);
+    const size_t n = shape_elems(sh);
+    CUdeviceptr in = rand_dev(in_dt, NE, -4.f, 4.f, 1) + (sh == MISALIGNED ? dt_size(in_dt) : 0);
     c.outs.push_back(out_pair(out_dt, NE));
     CUdeviceptr o0 = c.outs[0].p[0], o1 = c.outs[0].p[1];
-    c.elements = NE;
-    c.bytes = (double)NE * (dt_size(in_dt) + dt_size(out_dt));
-    c.run = [=](int s) { klaunch(k.f[s], for_num_elems(NE), d3(1024), 0, NE, (size_t)1, (CUdeviceptr)0, in, s ? o1 : o0); };
+    c.elements = n;
+    c.bytes = (double)n * (dt_size(in_dt) + dt_size(out_dt));
+    D3 ours = for_packed_elems(n, std::max(dt_size(in_dt), dt_size(out_dt)), sh != MISALIGNED);
+    c.run = [=](int s) { klaunch(k.f[s], s ? ours : for_num_elems(n), d3(1024), 0, n, (size_t)1, (CUdeviceptr)0, in, s ? o1 : o0); };
     measure(c);
 }
 
@@ -563,7 +582,8 @@ static void bench_binary(const char* name, DT dt) {
     CUdeviceptr o0 = c.outs[0].p[0], o1 = c.outs[0].p[1];
     c.elements = NE;
     c.bytes = 3.0 * NE * dt_size(dt);
-    c.run = [=](int s) { klaunch(k.f[s], for_num_elems(NE), d3(1024), 0, NE, (size_t)1, (CUdeviceptr)0, lhs, rhs, s ? o1 : o0); };
+    D3 ours = for_packed_elems(NE, dt_size(dt), true);
+    c.run = [=](int s) { klaunch(k.f[s], s ? ours : for_num_elems(NE), d3(1024), 0, NE, (size_t)1, (CUdeviceptr)0, lhs, rhs, s ? o1 : o0); };
     measure(c);
 }
 
@@ -578,7 +598,8 @@ static void bench_affine(const char* name, DT dt, T mul, T add) {
     CUdeviceptr o0 = c.outs[0].p[0], o1 = c.outs[0].p[1];
     c.elements = NE;
     c.bytes = 2.0 * NE * dt_size(dt);
-    c.run = [=](int s) { klaunch(k.f[s], for_num_elems(NE), d3(1024), 0, NE, (size_t)1, (CUdeviceptr)0, in, s ? o1 : o0, mul, add); };
+    D3 ours = for_packed_elems(NE, dt_size(dt), true);
+    c.run = [=](int s) { klaunch(k.f[s], s ? ours : for_num_elems(NE), d3(1024), 0, NE, (size_t)1, (CUdeviceptr)0, in, s ? o1 : o0, mul, add); };
     measure(c);
 }
 
@@ -1215,6 +1236,9 @@ int main(int argc, char** argv) {
         bench_map("unary", "unary", "ugelu_f32", F32, F32);
         bench_map("unary", "unary", "usilu_bf16", BF16, BF16);
         bench_map("unary", "unary", "ugelu_bf16", BF16, BF16);
+        bench_map("unary", "unary", "uexp_f32", F32, F32, TAIL);
+        bench_map("unary", "unary", "uexp_f32", F32, F32, MISALIGNED);
+        bench_map("unary", "unary", "uneg_f16", F16, F16);
     }
     if (want("binary")) {
         bench_binary("badd_f32", F32);

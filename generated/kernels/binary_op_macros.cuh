@@ -17,11 +17,7 @@ extern "C" __global__ void FN_NAME( \
     bool lhs_cont = dims_and_strides == nullptr || is_contiguous(num_dims, dims, lhs_strides); \
     bool rhs_cont = dims_and_strides == nullptr || is_contiguous(num_dims, dims, rhs_strides); \
     if (lhs_cont && rhs_cont) { \
-        for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \
-            TYPENAME x = lhs[i]; \
-            TYPENAME y = rhs[i]; \
-            out[i] = FUNC; \
-        } \
+        candle_ew_map2(numel, lhs, rhs, out, [&](TYPENAME x, TYPENAME y) { return FUNC; }); \
     } else if (lhs_cont) { \
         for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \
             unsigned int tmp_i = i; \

@@ -14,9 +14,7 @@ __device__ void cast_(
     const size_t *dims = info;
     const size_t *strides = info + num_dims;
     if (info == nullptr || is_contiguous(num_dims, dims, strides)) {
-        for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) {
-            out[i] = inp[i];
-        }
+        candle_ew_map1(numel, inp, out, [](S x) { return x; });
     }
     else {
         for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) {
@@ -39,9 +37,7 @@ __device__ void cast_fp8_(
     const size_t *dims = info;
     const size_t *strides = info + num_dims;
     if (info == nullptr || is_contiguous(num_dims, dims, strides)) {
-        for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) {
-            out[i] = F8E4M3_TO_FLOAT(inp[i]);
-        }
+        candle_ew_map1(numel, inp, out, [](candle_fp8_e4m3 x) { return F8E4M3_TO_FLOAT(x); });
     }
     else {
         for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) {
@@ -61,9 +57,7 @@ __device__ void cast_fp8_into_(
     const size_t *dims = info;
     const size_t *strides = info + num_dims;
     if (info == nullptr || is_contiguous(num_dims, dims, strides)) {
-        for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) {
-            out[i] = candle_fp8_e4m3((float)inp[i]);
-        }
+        candle_ew_map1(numel, inp, out, [](S x) { return candle_fp8_e4m3((float)x); });
     }
     else {
         for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) {
@@ -84,9 +78,7 @@ __device__ void cast_through(
     const size_t *dims = info;
     const size_t *strides = info + num_dims;
     if (info == nullptr || is_contiguous(num_dims, dims, strides)) {
-        for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) {
-            out[i] = static_cast<T>(static_cast<I>(inp[i]));
-        }
+        candle_ew_map1(numel, inp, out, [](S x) { return static_cast<T>(static_cast<I>(x)); });
     }
     else {
         for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) {
@@ -153,27 +145,7 @@ extern "C" __global__ void cast_bf16_f32(
     const size_t *dims = info;
     const size_t *strides = info + num_dims;
     if (info == nullptr || is_contiguous(num_dims, dims, strides)) {
-        if (numel >= 8 && is_aligned_16(inp)) {
-            const size_t vec_numel = numel / 8;
-            const float4 *inp4 = reinterpret_cast<const float4*>(inp);
-            for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < vec_numel; i += blockDim.x * gridDim.x) {
-                float4 v = inp4[i];
-                const candle_bf16 *bp = reinterpret_cast<const candle_bf16*>(&v);
-                float *outp = out + i * 8;
-                #pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    outp[j] = candle_bf162float(bp[j]);
-                }
-            }
-            const size_t tail_start = vec_numel * 8;
-            for (unsigned int i = tail_start + blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) {
-                out[i] = candle_bf162float(inp[i]);
-            }
-        } else {
-            for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) {
-                out[i] = candle_bf162float(inp[i]);
-            }
-        }
+        candle_ew_map1(numel, inp, out, [](candle_bf16 x) { return candle_bf162float(x); });
     } else {
         for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) {
             unsigned strided_i = get_strided_index(i, num_dims, dims, strides);

@@ -22,6 +22,7 @@
 //   6. candle_trap
 //   7. candle_atomic_add                  atomicAdd that also takes __half / candle_bf16
 //   8. candle_hip_overloads.h             min/max/atomicMax/atomicMin/... overloads HIP lacks
+//   9. candle_elementwise.h               the contiguous elementwise loops on 16-byte packs
 //
 // The bit-level conversions live in candle_fp_convert.h (plain C++, unit
 // tested on the CPU by tests/compat/fp_convert_test.cpp).
@@ -409,3 +410,8 @@ CANDLE_DI candle_bf16 candle_atomic_add(candle_bf16* address, candle_bf16 val) {
 #pragma clang diagnostic ignored "-Wc++17-extensions"
 #include "candle_hip_overloads.h"
 #pragma clang diagnostic pop
+
+// ===========================================================================
+// 9. The contiguous elementwise loops on 16-byte packs (rule elementwise-packs).
+// ===========================================================================
+#include "candle_elementwise.h"

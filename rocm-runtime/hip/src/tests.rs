@@ -42,6 +42,20 @@ fn launch_config_for_num_elems() {
 }
 
 #[test]
+fn launch_config_for_packed_elems() {
+    // (elements, element bytes, packed, blocks): a thread per 16-byte pack when packed
+    let cases = [(1 << 20, 4, true, 256), (1 << 20, 2, true, 128), (1 << 20, 1, true, 64), (1 << 20, 8, true, 512), (1 << 20, 4, false, 1024), (4097, 4, true, 2), (3, 4, true, 1), (0, 4, true, 0)];
+    for (n, bytes, packed, blocks) in cases {
+        let cfg = LaunchConfig::for_packed_elems(n, bytes, packed);
+        assert_eq!(cfg.grid_dim, (blocks, 1, 1), "n = {n}, {bytes} bytes, packed {packed}");
+        assert_eq!(cfg.block_dim, (1024, 1, 1));
+    }
+    // an element of no size (a sub-byte dtype) or wider than a pack: one per thread
+    assert_eq!(LaunchConfig::for_packed_elems(4096, 0, true), LaunchConfig::for_num_elems(4096));
+    assert_eq!(LaunchConfig::for_packed_elems(4096, 32, true), LaunchConfig::for_num_elems(4096));
+}
+
+#[test]
 fn slicing_offsets_and_bounds() {
     let stream = fake_stream();
     let mut s = fake_slice::<f32>(10, &stream);

@@ -254,6 +254,9 @@ pub struct Replacement {
     pub krate: &'static str,
     /// The input path inside the crate.
     pub file: &'static str,
+    /// The impl (`Map1 for Affine`: its trait and type as `quote` prints them) or function
+    /// (`fn to_dtype`) the row is limited to; empty: wherever the rule looks.
+    pub inside: &'static str,
     /// Upstream's expression or item, as `quote` prints it.
     pub upstream: &'static str,
     /// What replaces it: Rust source (in a ROCm twin's names for `wave-launches`).
@@ -278,6 +281,7 @@ pub const WAVE_LAUNCHES: &[Replacement] = &[
     Replacement {
         krate: "candle-nn",
         file: "src/ops.rs",
+        inside: "",
         upstream: "(1 , 32 , 1)",
         with: concat!("(1, ", wavefront!(), ", 1)"),
         count: 1,
@@ -286,10 +290,97 @@ pub const WAVE_LAUNCHES: &[Replacement] = &[
     Replacement {
         krate: "candle-nn",
         file: "src/ops.rs",
+        inside: "",
         upstream: "if n_cols < 1024 { 32 } else { 1024 }",
         with: concat!("if n_cols < 1024 { ", wavefront!(), " } else { 1024 }"),
         count: 2,
         why: "rms norm and layer norm: one wavefront per row below 1024 columns",
+    },
+];
+
+/// The launch of an elementwise kernel of element type `T` over `$n` elements whose inputs
+/// are the layouts `$layout`: one thread per 16-byte pack when every layout is contiguous
+/// and starts on a pack.
+macro_rules! packed_launch {
+    ($n:literal, $bytes:literal, $first:literal $(, $layout:literal)*) => {
+        concat!(
+            "LaunchConfig::for_packed_elems(", $n, " as u32, ", $bytes, ", ",
+            $first, ".is_contiguous() && ", $first, ".start_offset() * ", $bytes, " % LaunchConfig::PACK_BYTES == 0",
+            $(" && ", $layout, ".is_contiguous() && ", $layout, ".start_offset() * ", $bytes, " % LaunchConfig::PACK_BYTES == 0",)*
+            ")"
+        )
+    };
+}
+
+/// Rule `elementwise-launches`: the ROCm backend launches the kernels whose contiguous
+/// loops move 16-byte packs (kernel rule `elementwise-packs`) with one thread per pack
+/// instead of one per element, when the layouts let the kernel take its pack loop
+/// (`LaunchConfig::for_packed_elems`). Upstream's grid would leave most blocks without
+/// work. The kernels loop over the grid, so either grid gives the same values.
+pub const ELEMENTWISE_LAUNCHES: &[Replacement] = &[
+    Replacement {
+        krate: "candle-core",
+        file: "src/cuda_backend/mod.rs",
+        inside: "Map1 for Affine",
+        upstream: "LaunchConfig :: for_num_elems (el as u32)",
+        with: packed_launch!("el", "std::mem::size_of::<T>()", "layout"),
+        count: 1,
+        why: "affine",
+    },
+    Replacement {
+        krate: "candle-core",
+        file: "src/cuda_backend/mod.rs",
+        inside: "Map1 for Elu",
+        upstream: "LaunchConfig :: for_num_elems (el as u32)",
+        with: packed_launch!("el", "std::mem::size_of::<T>()", "layout"),
+        count: 1,
+        why: "elu (UNARY_OP1)",
+    },
+    Replacement {
+        krate: "candle-core",
+        file: "src/cuda_backend/mod.rs",
+        inside: "Map1 for Powf",
+        upstream: "LaunchConfig :: for_num_elems (el as u32)",
+        with: packed_launch!("el", "std::mem::size_of::<T>()", "layout"),
+        count: 1,
+        why: "powf (UNARY_OP1)",
+    },
+    Replacement {
+        krate: "candle-core",
+        file: "src/cuda_backend/mod.rs",
+        inside: "Map1 for U",
+        upstream: "LaunchConfig :: for_num_elems (el_count as u32)",
+        with: packed_launch!("el_count", "std::mem::size_of::<T>()", "layout"),
+        count: 1,
+        why: "the unary ops (UNARY_OP)",
+    },
+    Replacement {
+        krate: "candle-core",
+        file: "src/cuda_backend/mod.rs",
+        inside: "Map2 for U",
+        upstream: "LaunchConfig :: for_num_elems (elem_count as u32)",
+        with: packed_launch!("elem_count", "std::mem::size_of::<T>()", "lhs_l", "rhs_l"),
+        count: 1,
+        why: "the binary ops (BINARY_OP_OUT)",
+    },
+    Replacement {
+        krate: "candle-core",
+        file: "src/cuda_backend/mod.rs",
+        inside: "Map2Any for Cmp",
+        upstream: "LaunchConfig :: for_num_elems (elem_count as u32)",
+        with: packed_launch!("elem_count", "std::mem::size_of::<T>()", "lhs_l", "rhs_l"),
+        count: 1,
+        why: "the comparisons (BINARY_OP_OUT to u8: the pack is 16 bytes of the inputs)",
+    },
+    Replacement {
+        krate: "candle-core",
+        file: "src/cuda_backend/mod.rs",
+        inside: "fn to_dtype",
+        upstream: "LaunchConfig :: for_num_elems (el as u32)",
+        with: "LaunchConfig::for_packed_elems(el as u32, self.dtype().size_in_bytes().max(dtype.size_in_bytes()), \
+               layout.is_contiguous() && layout.start_offset() * self.dtype().size_in_bytes() % LaunchConfig::PACK_BYTES == 0)",
+        count: 1,
+        why: "the casts: a pack is 16 bytes of the wider of the two types",
     },
 ];
 
@@ -301,6 +392,7 @@ pub const UPSTREAM_REPAIRS: &[Replacement] = &[
     Replacement {
         krate: "candle-examples",
         file: "examples/llama_multiprocess/main.rs",
+        inside: "",
         upstream: "use cudarc :: driver :: safe :: CudaDevice ;",
         with: "use cudarc::driver::safe::CudaContext;",
         count: 1,
@@ -309,6 +401,7 @@ pub const UPSTREAM_REPAIRS: &[Replacement] = &[
     Replacement {
         krate: "candle-examples",
         file: "examples/llama_multiprocess/main.rs",
+        inside: "",
         upstream: "CudaDevice :: new (rank) ?",
         with: "CudaContext::new(rank)?.per_thread_stream()",
         count: 1,
@@ -319,6 +412,7 @@ pub const UPSTREAM_REPAIRS: &[Replacement] = &[
     Replacement {
         krate: "candle-examples",
         file: "examples/llama_multiprocess/main.rs",
+        inside: "",
         upstream: "if comm_file . exists () { bail ! (\"comm file {comm_file:?} already exists, please remove it first\") }",
         with: "if args.rank.is_none() && comm_file.exists() { bail!(\"comm file {comm_file:?} already exists, please remove it first\") }",
         count: 1,
@@ -329,6 +423,7 @@ pub const UPSTREAM_REPAIRS: &[Replacement] = &[
     Replacement {
         krate: "candle-examples",
         file: "examples/llama_multiprocess/model.rs",
+        inside: "",
         upstream: "unsafe { dev . alloc :: < bf16 > (elem_count) } . w () ?",
         with: "unsafe { dev.alloc::<bf16>(elem_count) }?",
         count: 1,
@@ -337,6 +432,7 @@ pub const UPSTREAM_REPAIRS: &[Replacement] = &[
     Replacement {
         krate: "candle-examples",
         file: "examples/llama_multiprocess/model.rs",
+        inside: "",
         upstream: "unsafe { dev . alloc :: < f16 > (elem_count) } . w () ?",
         with: "unsafe { dev.alloc::<f16>(elem_count) }?",
         count: 1,
@@ -351,6 +447,7 @@ pub const CODE_OBJECT_INPUTS: &[Replacement] = &[
     Replacement {
         krate: "candle-core",
         file: "src/cuda_backend/device.rs",
+        inside: "",
         upstream: "code_object : & str",
         with: "code_object: &[u8]",
         count: 1,
@@ -359,6 +456,7 @@ pub const CODE_OBJECT_INPUTS: &[Replacement] = &[
     Replacement {
         krate: "candle-core",
         file: "src/cuda_backend/device.rs",
+        inside: "",
         upstream: "self . context . load_module (code_object . into ()) . w () ?",
         with: "self.context.load_custom_module(module_name, code_object).map_err(crate::Error::Msg)?",
         count: 1,
@@ -383,6 +481,7 @@ pub const OWN_KERNEL_BUILDS: &[Replacement] = &[
     Replacement {
         krate: "candle-examples",
         file: "build.rs",
+        inside: "",
         upstream: "rocmforge :: KernelBuilder :: new () . source_glob (kdir . kernel_glob) . build_ptx () . expect (\"Failed to build ptx\")",
         with: "candle_rocm_build::Builder::new().kernel_glob(kdir.kernel_glob).build().unwrap_or_else(|e| panic!(\"{e}\"))",
         count: 1,
@@ -391,6 +490,7 @@ pub const OWN_KERNEL_BUILDS: &[Replacement] = &[
     Replacement {
         krate: "candle-examples",
         file: "build.rs",
+        inside: "",
         upstream: "bindings . write (safe_target) . expect (\"Failed to write ptx bindings\")",
         with: "bindings.write(safe_target.with_file_name(\"rocm_kernels.rs\")).unwrap_or_else(|e| panic!(\"{e}\"))",
         count: 1,
@@ -399,6 +499,7 @@ pub const OWN_KERNEL_BUILDS: &[Replacement] = &[
     Replacement {
         krate: "candle-examples",
         file: "examples/custom-ops/main.rs",
+        inside: "",
         upstream: "include ! (concat ! (env ! (\"OUT_DIR\") , \"/cuda_kernels.rs\")) ;",
         with: "include!(concat!(env!(\"OUT_DIR\"), \"/rocm_kernels.rs\"));",
         count: 1,

@@ -10,7 +10,7 @@ use syn::visit_mut::VisitMut;
 use super::gaps::Gap;
 use super::pass::{self, FileState, Pass};
 use super::prune::Pruner;
-use super::{branch_twins, code_object_inputs, cuda_gates, device_predicates, field_inits, own_kernel_builds, rules, skip_without_device, twins, upstream_repairs, wave_launches};
+use super::{branch_twins, code_object_inputs, cuda_gates, device_predicates, elementwise_launches, field_inits, own_kernel_builds, rules, skip_without_device, twins, upstream_repairs, wave_launches};
 use crate::TranslateError;
 
 /// What runs on a mirrored file after the token rules ([`rules`]), in order.
@@ -21,6 +21,7 @@ pub const MIRROR_PASSES: &[Pass] = &[
     } },
     Pass { name: "field-inits", apply: |s, f| field_inits::rewrite(s.file, f) },
     Pass { name: "wave-launches", apply: |s, f| wave_launches::rewrite(s.label, s.file, f, true) },
+    Pass { name: "elementwise-launches", apply: |s, f| elementwise_launches::rewrite(s.label, s.file, f) },
     Pass { name: "code-object-inputs", apply: |s, f| code_object_inputs::rewrite(s.label, s.file, f) },
     Pass { name: "device-tests-skip", apply: |_, f| Ok(skip_without_device::add_to_tests(f, &syn::parse_quote!(crate))) },
 ];

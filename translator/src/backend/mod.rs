@@ -24,6 +24,7 @@ pub mod crate_walk;
 pub mod cuda_gates;
 pub mod cuda_names;
 pub mod device_predicates;
+pub mod elementwise_launches;
 pub mod field_inits;
 pub mod gaps;
 pub mod mapping;

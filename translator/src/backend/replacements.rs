@@ -80,11 +80,14 @@ fn apply_rows(rule: &str, path: &str, rows: &[Replacement], label: &str, file: &
     for row in &rows {
         values.push(Code::parse(row.with).map_err(|e| TranslateError::unsupported(file, 0, row.with, format!("rule {rule}: the row's replacement does not parse: {e}")))?);
     }
-    let mut pass = Pass { rows: &rows, values, found: vec![0; rows.len()], depth: usize::from(scope == Scope::Everywhere) };
+    let mut pass = Pass { rows: &rows, values, found: vec![0; rows.len()], depth: usize::from(scope == Scope::Everywhere), within: Vec::new() };
     pass.visit_file_mut(parsed);
     for (row, found) in rows.iter().zip(&pass.found) {
         if *found != row.count {
-            let place = if scope == Scope::Everywhere { "" } else { " in ROCm code" };
+            let mut place = String::from(if scope == Scope::Everywhere { "" } else { " in ROCm code" });
+            if !row.inside.is_empty() {
+                place += &format!(" inside `{}`", row.inside);
+            }
             return Err(TranslateError::unsupported(
                 file,
                 0,
@@ -125,6 +128,9 @@ struct Pass<'a> {
     found: Vec<usize>,
     /// Inside code the rows apply to when positive.
     depth: usize,
+    /// The impls (`Map1 for Affine`) and functions (`fn to_dtype`) around the node
+    /// visited, outermost first: what a row's `inside` names.
+    within: Vec<String>,
 }
 
 impl Pass<'_> {
@@ -134,7 +140,7 @@ impl Pass<'_> {
             return None;
         }
         let text = node.to_token_stream().to_string();
-        self.rows.iter().position(|r| r.upstream == text)
+        self.rows.iter().position(|r| r.upstream == text && (r.inside.is_empty() || self.within.iter().any(|w| w == r.inside)))
     }
 
     /// Replaces `node` when it is a row's code and that row's replacement is of its kind
@@ -156,15 +162,29 @@ impl VisitMut for Pass<'_> {
     fn visit_item_fn_mut(&mut self, f: &mut syn::ItemFn) {
         let rocm = usize::from(is_rocm(&f.sig.ident, &f.attrs));
         self.depth += rocm;
+        self.within.push(format!("fn {}", f.sig.ident));
         syn::visit_mut::visit_item_fn_mut(self, f);
+        self.within.pop();
         self.depth -= rocm;
     }
 
     fn visit_impl_item_fn_mut(&mut self, f: &mut syn::ImplItemFn) {
         let rocm = usize::from(is_rocm(&f.sig.ident, &f.attrs));
         self.depth += rocm;
+        self.within.push(format!("fn {}", f.sig.ident));
         syn::visit_mut::visit_impl_item_fn_mut(self, f);
+        self.within.pop();
         self.depth -= rocm;
+    }
+
+    fn visit_item_impl_mut(&mut self, i: &mut syn::ItemImpl) {
+        let ty = i.self_ty.to_token_stream().to_string();
+        self.within.push(match &i.trait_ {
+            Some((_, path, _)) => format!("{} for {ty}", path.to_token_stream()),
+            None => ty,
+        });
+        syn::visit_mut::visit_item_impl_mut(self, i);
+        self.within.pop();
     }
 
     fn visit_item_mod_mut(&mut self, m: &mut syn::ItemMod) {
@@ -205,8 +225,8 @@ mod tests {
     use super::*;
 
     const ROWS: &[Replacement] = &[
-        Replacement { krate: "candle-nn", file: "src/ops.rs", upstream: "(1 , 32 , 1)", with: "(1, wave(dev), 1)", count: 1, why: "t" },
-        Replacement { krate: "candle-nn", file: "src/ops.rs", upstream: "use a :: Old ;", with: "use a::New;", count: 1, why: "t" },
+        Replacement { krate: "candle-nn", file: "src/ops.rs", inside: "", upstream: "(1 , 32 , 1)", with: "(1, wave(dev), 1)", count: 1, why: "t" },
+        Replacement { krate: "candle-nn", file: "src/ops.rs", inside: "", upstream: "use a :: Old ;", with: "use a::New;", count: 1, why: "t" },
     ];
 
     fn run(label: &str, src: &str, scope: Scope) -> Result<(String, usize), TranslateError> {
@@ -230,6 +250,34 @@ mod tests {
         assert!(out.contains("use a::New;"), "{out}");
     }
 
+    /// A row limited to one impl or function: the same code elsewhere is left alone.
+    #[test]
+    fn rows_inside_an_impl_or_a_function_rewrite_there_only() {
+        const INSIDE: &[Replacement] = &[
+            Replacement { krate: "candle-core", file: "m.rs", inside: "Map1 for Affine", upstream: "cfg (el)", with: "packed(el)", count: 1, why: "t" },
+            Replacement { krate: "candle-core", file: "m.rs", inside: "fn to_dtype", upstream: "cfg (el)", with: "cast(el)", count: 1, why: "t" },
+        ];
+        let src = "impl Map1 for Affine { fn f() { cfg(el); } }
+impl Map1 for Where { fn f() { cfg(el); } }
+impl S { fn to_dtype() { cfg(el); } }
+";
+        let mut parsed = syn::parse_file(src).unwrap();
+        assert_eq!(apply_rows("r", "T", INSIDE, "candle-core 0.11.1 m.rs", "m.rs", &mut parsed, Scope::Everywhere).unwrap(), 2);
+        let out = prettyplease::unparse(&parsed);
+        assert!(out.contains("impl Map1 for Affine {
+    fn f() {
+        packed(el);"), "{out}");
+        assert!(out.contains("impl Map1 for Where {
+    fn f() {
+        cfg(el);"), "{out}");
+        assert!(out.contains("fn to_dtype() {
+        cast(el);"), "{out}");
+        let mut other = syn::parse_file("impl Map1 for Where { fn f() { cfg(el); } }
+").unwrap();
+        let err = apply_rows("r", "T", INSIDE, "candle-core 0.11.1 m.rs", "m.rs", &mut other, Scope::Everywhere).unwrap_err().to_string();
+        assert!(err.contains("cfg (el) (0 times inside `Map1 for Affine`, expected 1)"), "{err}");
+    }
+
     #[test]
     fn everywhere_scope_rewrites_items_and_expressions_anywhere() {
         let src = "use a::Old;\nfn f() { g((1, 32, 1)); }\n";
@@ -246,7 +294,7 @@ mod tests {
 
     #[test]
     fn parameters_are_replaced_as_written() {
-        const PARAMS: &[Replacement] = &[Replacement { krate: "candle-core", file: "d.rs", upstream: "code_object : & str", with: "code_object: &[u8]", count: 1, why: "t" }];
+        const PARAMS: &[Replacement] = &[Replacement { krate: "candle-core", file: "d.rs", inside: "", upstream: "code_object : & str", with: "code_object: &[u8]", count: 1, why: "t" }];
         let mut parsed = syn::parse_file("impl D { pub fn load(&self, name: &str, code_object: &str) {} }\n").unwrap();
         let n = apply_rows("code-object-inputs", "T", PARAMS, "candle-core 0.11.1 d.rs", "d.rs", &mut parsed, Scope::Everywhere).unwrap();
         assert_eq!(n, 1);

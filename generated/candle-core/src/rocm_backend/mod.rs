@@ -134,7 +134,13 @@ impl Map1 for Affine {
         let shape = layout.shape();
         let dims = shape.dims();
         let el = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el as u32);
+        let cfg = LaunchConfig::for_packed_elems(
+            el as u32,
+            std::mem::size_of::<T>(),
+            layout.is_contiguous()
+                && layout.start_offset() * std::mem::size_of::<T>()
+                    % LaunchConfig::PACK_BYTES == 0,
+        );
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
         let src = &src.slice(layout.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>("affine"), &kernels::AFFINE)?;
@@ -162,7 +168,13 @@ impl Map1 for Elu {
         let shape = layout.shape();
         let dims = shape.dims();
         let el = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el as u32);
+        let cfg = LaunchConfig::for_packed_elems(
+            el as u32,
+            std::mem::size_of::<T>(),
+            layout.is_contiguous()
+                && layout.start_offset() * std::mem::size_of::<T>()
+                    % LaunchConfig::PACK_BYTES == 0,
+        );
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
         let src = &src.slice(layout.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>("uelu"), &kernels::UNARY)?;
@@ -282,7 +294,13 @@ impl Map1 for Powf {
         let shape = layout.shape();
         let dims = shape.dims();
         let el = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el as u32);
+        let cfg = LaunchConfig::for_packed_elems(
+            el as u32,
+            std::mem::size_of::<T>(),
+            layout.is_contiguous()
+                && layout.start_offset() * std::mem::size_of::<T>()
+                    % LaunchConfig::PACK_BYTES == 0,
+        );
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
         let src = &src.slice(layout.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>("upowf"), &kernels::UNARY)?;
@@ -407,7 +425,13 @@ impl<U: UnaryOpT> Map1 for U {
         let shape = layout.shape();
         let dims = shape.dims();
         let el_count = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el_count as u32);
+        let cfg = LaunchConfig::for_packed_elems(
+            el_count as u32,
+            std::mem::size_of::<T>(),
+            layout.is_contiguous()
+                && layout.start_offset() * std::mem::size_of::<T>()
+                    % LaunchConfig::PACK_BYTES == 0,
+        );
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
         let src = &src.slice(layout.start_offset()..);
         let func = dev.get_or_load_func(&kernel_name::<T>(U::KERNEL), &kernels::UNARY)?;
@@ -1174,7 +1198,15 @@ impl<U: crate::op::BinaryOpT> Map2 for U {
         let shape = lhs_l.shape();
         let dims = shape.dims();
         let elem_count = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(elem_count as u32);
+        let cfg = LaunchConfig::for_packed_elems(
+            elem_count as u32,
+            std::mem::size_of::<T>(),
+            lhs_l.is_contiguous()
+                && lhs_l.start_offset() * std::mem::size_of::<T>()
+                    % LaunchConfig::PACK_BYTES == 0 && rhs_l.is_contiguous()
+                && rhs_l.start_offset() * std::mem::size_of::<T>()
+                    % LaunchConfig::PACK_BYTES == 0,
+        );
         let dims_and_strides = if lhs_l.is_contiguous() && rhs_l.is_contiguous() {
             SlicePtrOrNull::Null
         } else {
@@ -1211,7 +1243,15 @@ impl Map2Any for Cmp {
         let shape = lhs_l.shape();
         let dims = shape.dims();
         let elem_count = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(elem_count as u32);
+        let cfg = LaunchConfig::for_packed_elems(
+            elem_count as u32,
+            std::mem::size_of::<T>(),
+            lhs_l.is_contiguous()
+                && lhs_l.start_offset() * std::mem::size_of::<T>()
+                    % LaunchConfig::PACK_BYTES == 0 && rhs_l.is_contiguous()
+                && rhs_l.start_offset() * std::mem::size_of::<T>()
+                    % LaunchConfig::PACK_BYTES == 0,
+        );
         let dims_and_strides = if lhs_l.is_contiguous() && rhs_l.is_contiguous() {
             SlicePtrOrNull::Null
         } else {
@@ -1544,7 +1584,13 @@ impl BackendStorage for RocmStorage {
         let shape = layout.shape();
         let dims = shape.dims();
         let el = shape.elem_count();
-        let cfg = LaunchConfig::for_num_elems(el as u32);
+        let cfg = LaunchConfig::for_packed_elems(
+            el as u32,
+            self.dtype().size_in_bytes().max(dtype.size_in_bytes()),
+            layout.is_contiguous()
+                && layout.start_offset() * self.dtype().size_in_bytes()
+                    % LaunchConfig::PACK_BYTES == 0,
+        );
         let dev = self.device();
         let ds = SlicePtrOrNull::params_from_layout(dev, layout)?;
         let start_o = layout.start_offset();

@@ -25,6 +25,25 @@ impl LaunchConfig {
             shared_mem_bytes: 0,
         }
     }
+
+    /// Bytes a thread moves per load in the elementwise kernels' contiguous loops
+    /// (`candle_ew_map1/2` of the kernels' compat header `candle_elementwise.h`).
+    pub const PACK_BYTES: usize = 16;
+
+    /// The elementwise kernels (unary, affine, binary, cast): one thread per 16-byte
+    /// pack of the widest element (`elem_bytes`) when `packed` (the layout is
+    /// contiguous and starts at a multiple of 16 bytes, so the kernel takes its pack
+    /// loop), else one thread per element as [`LaunchConfig::for_num_elems`]. The
+    /// kernels loop over the grid, so any grid is correct; this one leaves no block
+    /// without work. An element of no size (a sub-byte dtype) or wider than a pack gets
+    /// one thread per element.
+    pub fn for_packed_elems(n: u32, elem_bytes: usize, packed: bool) -> Self {
+        let per_pack = match elem_bytes {
+            1..=Self::PACK_BYTES if packed => (Self::PACK_BYTES / elem_bytes) as u32,
+            _ => 1,
+        };
+        Self::for_num_elems(n.div_ceil(per_pack))
+    }
 }
 
 /// Arguments of one launch of `func` on `stream`. Each argument is kept as a pointer

@@ -7,6 +7,7 @@
 mod arch_guards;
 mod call_renames;
 mod compat_overloads;
+mod elementwise_packs;
 mod fold_conditionals;
 mod ggml_amd;
 mod ggml_cdna4;
@@ -69,6 +70,7 @@ pub const PIPELINE: &[Rule] = &[
     Rule { name: "ggml-host-tiles", apply: ggml_host_tiles::apply },
     Rule { name: "ggml-cdna4-mma", apply: ggml_cdna4::apply },
     Rule { name: "wave-rows", apply: wave_rows::apply },
+    Rule { name: "elementwise-packs", apply: elementwise_packs::apply },
     Rule { name: "launch-bounds", apply: launch_bounds::apply },
     Rule { name: "upstream-kernel-fixes", apply: upstream_fixes::apply },
     Rule { name: "inline-asm", apply: inline_asm::apply },

@@ -1,0 +1,73 @@
+//! Rule `elementwise-packs`: the contiguous loops of Candle's elementwise kernels
+//! (unary, affine, binary, cast) move 16-byte packs instead of one element per thread
+//! and iteration ([`ELEMENTWISE_PACK_EDITS`], applied by the [`FunctionEdit`] matcher of
+//! rule `wave-rows`). Each loop becomes a call of the compat header's `candle_ew_map1` /
+//! `candle_ew_map2` with upstream's expression as a lambda of one element, so every
+//! element gets the same arithmetic and conversions; strided layouts keep upstream's
+//! loops.
+
+use super::{wave_rows, TreeFacts, Unit};
+use crate::kernels::mapping::ELEMENTWISE_PACK_EDITS;
+#[cfg(doc)]
+use crate::kernels::mapping::FunctionEdit;
+use crate::TranslateError;
+
+pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
+    wave_rows::rewrite(unit, ELEMENTWISE_PACK_EDITS, "elementwise-packs", "ELEMENTWISE_PACK_EDITS")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lexer;
+
+    fn run(path: &str, src: &str) -> Result<(String, usize), TranslateError> {
+        let mut unit = Unit { path: path.into(), tokens: lexer::lex(src).tokens };
+        let n = apply(&mut unit, &TreeFacts::default())?;
+        Ok((lexer::render(&unit.tokens), n))
+    }
+
+    /// Before and after: upstream's AFFINE_OP, a macro (its continuations kept); the
+    /// strided loop is left as it is.
+    #[test]
+    fn the_contiguous_loop_becomes_a_pack_map_and_the_strided_one_stays() {
+        let src = "#define AFFINE_OP(TYPENAME, FN_NAME, AFFINE) \\\n\
+                   extern \"C\" __global__ void FN_NAME(const size_t numel, const TYPENAME *inp, TYPENAME *out) { \\\n\
+                   \x20   if (c) { \\\n\
+                   \x20       for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \\\n\
+                   \x20           TYPENAME x = inp ? inp[i] : out[i]; \\\n\
+                   \x20           out[i] = AFFINE; \\\n\
+                   \x20       } \\\n\
+                   \x20   } else { \\\n\
+                   \x20       for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \\\n\
+                   \x20           unsigned strided_i = get_strided_index(i, num_dims, dims, strides); \\\n\
+                   \x20           TYPENAME x = inp ? inp[strided_i] : out[i]; \\\n\
+                   \x20           out[i] = AFFINE; \\\n\
+                   \x20       } \\\n\
+                   \x20   } \\\n\
+                   }\n";
+        let (out, n) = run("affine.cu", src).unwrap();
+        assert_eq!(n, 1);
+        assert!(out.contains("if (c) { \\\n        candle_ew_map1(numel, inp ? inp : out, out, [&](TYPENAME x) { return AFFINE; }); \\\n    } else"), "{out}");
+        assert!(out.contains("TYPENAME x = inp ? inp[strided_i] : out[i];"), "{out}");
+        // the replacement stays on the macro's logical lines
+        assert_eq!(lexer::logical_lines(lexer::lex(&out).tokens).iter().filter(|l| l.directive() == Some("define")).count(), 1);
+    }
+
+    #[test]
+    fn a_changed_loop_is_an_error_naming_the_file_and_the_table() {
+        let src = "template <typename S, typename T> __device__ void cast_(const size_t numel, const S *inp, T *out) {\n\
+                   \x20   for (size_t i = 0; i < numel; i++) { out[i] = inp[i]; }\n}\n";
+        let err = run("cast.cu", src).unwrap_err().to_string();
+        assert!(err.contains("cast.cu") && err.contains("cast_") && err.contains("ELEMENTWISE_PACK_EDITS"), "{err}");
+    }
+
+    #[test]
+    fn rows_lex_and_each_names_a_loop_of_upstream_shape() {
+        for row in ELEMENTWISE_PACK_EDITS {
+            assert!(row.upstream.starts_with("for ( unsigned int i =") || row.upstream.starts_with("if ( numel >= 8"), "{}", row.function);
+            assert!(row.rocm.starts_with("candle_ew_map"), "{}", row.function);
+            assert!(!row.rocm.contains('\n'), "a replacement inside a macro must stay on its line: {}", row.function);
+        }
+    }
+}
