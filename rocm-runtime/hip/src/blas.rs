@@ -266,8 +266,7 @@ macro_rules! impl_gemm {
             ) -> Result<(), RocblasError> {
                 let conv: fn($t) -> $scalar = $conv;
                 let (g, alpha, beta) = (cfg.gemm, conv(cfg.gemm.alpha), conv(cfg.gemm.beta));
-                let ctx = self.stream.context();
-                ctx.record_err(ctx.bind_to_thread());
+                // the handle is bound to its device and stream: no hipSetDevice (as cudarc)
                 let (a, _ra) = a.device_ptr(&self.stream);
                 let (b, _rb) = b.device_ptr(&self.stream);
                 let (c, _rc) = c.device_ptr_mut(&self.stream);

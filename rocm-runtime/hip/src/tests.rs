@@ -84,6 +84,19 @@ fn slice_out_of_range_panics() {
     let _ = s.slice(2..5);
 }
 
+/// A function looked up before comes from the module's cache: no runtime call (the
+/// module here is no module at all, which the runtime would refuse).
+#[test]
+fn functions_are_looked_up_once() {
+    let stream = fake_stream();
+    let module = Arc::new(HipModule { module: std::ptr::null_mut(), ctx: stream.ctx.clone(), _image: Box::new([]), functions: Default::default() });
+    let handle = 0x1000 as crate::driver::sys::CUfunction;
+    module.functions.write().unwrap().insert("affine_f32".into(), FunctionHandle(handle));
+    let f = module.load_function("affine_f32").unwrap();
+    assert_eq!(f.cu_function(), handle);
+    assert!(module.load_function("affine\0f32").is_err(), "a name with a NUL byte");
+}
+
 #[test]
 fn kernel_arguments_point_at_values() {
     let stream = fake_stream();
@@ -91,6 +104,7 @@ fn kernel_arguments_point_at_values() {
         module: std::ptr::null_mut(),
         ctx: stream.ctx.clone(),
         _image: Box::new([]),
+        functions: Default::default(),
     });
     let func = HipFunction { function: std::ptr::null_mut(), module };
     let mut out = fake_slice::<f32>(8, &stream);

@@ -10,7 +10,11 @@
 //! * match arms whose pattern mentions CUDA (`(Self::Cuda(a), Self::Cuda(b))`);
 //!   an or-pattern that mixes backends gets the twin case inside it instead
 //!   (`Self::Cuda(_) | Self::Metal(_)` → `Self::Cuda(_) | Self::Rocm(_) | ...`);
-//! * statements gated on the `cuda` feature;
+//! * statements gated on the `cuda` feature, and calls of a function of Candle's
+//!   `cuda` module that no gate guards (`candle::cuda::set_gemm_reduced_precision_f16(true)`:
+//!   that module is the CUDA backend or its dummy in every build, so the call only ever
+//!   sets the CUDA backend's state; the twin calls the `rocm` module's, which is the
+//!   ROCm backend or its dummy);
 //! * imports: a CUDA name inside a `use` group gets its twin beside it
 //!   (`use crate::{CpuStorage, CudaStorage}` → `..., CudaStorage, RocmStorage}`),
 //!   a `use` through a CUDA path is twinned whole.
@@ -218,6 +222,15 @@ fn arm_cases(pat: &Pat) -> Vec<&Pat> {
         Pat::Or(or) => or.cases.iter().collect(),
         other => vec![other],
     }
+}
+
+/// A statement that calls a function of Candle's `cuda` module by its path
+/// (`candle::cuda::f(..)` or `candle_core::cuda::f(..)`).
+fn calls_candle_cuda_module(stmt: &Stmt) -> bool {
+    let Stmt::Expr(syn::Expr::Call(call), _) = stmt else { return false };
+    let syn::Expr::Path(p) = &*call.func else { return false };
+    let segments: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    segments.len() == 3 && matches!(segments[0].as_str(), "candle" | "candle_core") && segments[1] == "cuda"
 }
 
 fn item_is_cuda_specific(item: &mut Item) -> bool {
@@ -472,7 +485,7 @@ impl VisitMut for TwinPass<'_> {
             list,
             |s| match s {
                 Stmt::Item(i) => item_is_cuda_specific(i),
-                other => stmt_attrs(other).is_some_and(|a| cfg_mentions_cuda(a)),
+                other => stmt_attrs(other).is_some_and(|a| cfg_mentions_cuda(a)) || calls_candle_cuda_module(other),
             },
             |s, n| s.visit_stmt_mut(n),
         );
@@ -566,6 +579,14 @@ mod tests {
         let flat: String = out.split_whitespace().collect();
         assert!(flat.contains("#[cfg(all(not(any(feature=\"cuda\",feature=\"metal\")),not(any(feature=\"rocm\",feature=\"metal\"))))]{Ok(Self{name})}"), "{out}");
         assert!(out.contains("rocm_func()"), "{out}");
+    }
+
+    #[test]
+    fn ungated_calls_of_candles_cuda_module_get_a_rocm_twin() {
+        let out = twin("fn main() {\n    candle::cuda::set_gemm_reduced_precision_f16(true);\n    candle::utils::cuda_is_available();\n    other::cuda::f();\n}\n");
+        assert!(out.contains("candle::cuda::set_gemm_reduced_precision_f16(true);\n    candle::rocm::set_gemm_reduced_precision_f16(true);\n"), "{out}");
+        // another module of candle, or another crate's `cuda`: no twin
+        assert!(!out.contains("candle::utils::rocm") && !out.contains("other::rocm"), "{out}");
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub struct LaunchArgs<'a> {
 
 impl HipStream {
     pub fn launch_builder<'a>(&'a self, func: &'a HipFunction) -> LaunchArgs<'a> {
-        LaunchArgs { stream: self, func, waits: vec![], records: vec![], args: vec![], flags: None }
+        LaunchArgs { stream: self, func, waits: vec![], records: vec![], args: Vec::with_capacity(16), flags: None }
     }
 }
 

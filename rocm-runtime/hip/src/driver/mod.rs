@@ -22,4 +22,4 @@ pub mod safe {
 }
 
 #[cfg(test)]
-pub(crate) use module::aligned_image as module_image_for_tests;
+pub(crate) use module::{aligned_image as module_image_for_tests, FunctionHandle};

@@ -3,7 +3,8 @@
 use super::context::HipContext;
 use super::result::{check, HipError};
 use super::sys::{self, hip};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 
 /// A compiled AMDGPU code object (ELF) or offload bundle, as accepted by
 /// `hipModuleLoadData`. This takes the place of cudarc's `Ptx`.
@@ -46,7 +47,16 @@ pub struct HipModule {
     pub(crate) module: sys::CUmodule,
     pub(crate) ctx: Arc<HipContext>,
     pub(crate) _image: Box<[u64]>,
+    /// The functions looked up so far, by name: Candle looks its kernel up before every
+    /// launch, and a function handle stays valid as long as its module.
+    pub(crate) functions: RwLock<HashMap<Box<str>, FunctionHandle>>,
 }
+
+/// A kernel function handle (a pointer into the module), kept in the module's cache.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FunctionHandle(pub(crate) sys::CUfunction);
+unsafe impl Send for FunctionHandle {}
+unsafe impl Sync for FunctionHandle {}
 unsafe impl Send for HipModule {}
 unsafe impl Sync for HipModule {}
 
@@ -79,7 +89,7 @@ impl HipContext {
         let words = aligned_image(&image.0);
         let mut module = std::ptr::null_mut();
         check(unsafe { hip::hipModuleLoadData(&mut module, words.as_ptr() as *const _) })?;
-        Ok(Arc::new(HipModule { module, ctx: self.clone(), _image: words }))
+        Ok(Arc::new(HipModule { module, ctx: self.clone(), _image: words, functions: Default::default() }))
     }
 
     /// Loads a module a user brought (candle's `get_or_load_custom_func`): `image` must
@@ -126,13 +136,18 @@ unsafe impl Sync for HipFunction {}
 
 impl HipModule {
     /// Looks up a kernel by its (unmangled, `extern "C"`) name; a name containing a
-    /// NUL byte is `hipErrorInvalidValue`, a missing one `hipErrorNotFound`.
+    /// NUL byte is `hipErrorInvalidValue`, a missing one `hipErrorNotFound`. The
+    /// runtime is asked once per name (the module handle names the device: no
+    /// `hipSetDevice`, as cudarc's `load_function` binds nothing either).
     pub fn load_function(self: &Arc<Self>, fn_name: &str) -> Result<HipFunction, HipError> {
+        if let Some(f) = self.functions.read().unwrap_or_else(|e| e.into_inner()).get(fn_name) {
+            return Ok(HipFunction { function: f.0, module: self.clone() });
+        }
         let name = std::ffi::CString::new(fn_name)
             .map_err(|_| HipError(hip::hipError_t_hipErrorInvalidValue))?;
-        self.ctx.bind_to_thread()?;
         let mut function = std::ptr::null_mut();
         check(unsafe { hip::hipModuleGetFunction(&mut function, self.module, name.as_ptr()) })?;
+        self.functions.write().unwrap_or_else(|e| e.into_inner()).insert(fn_name.into(), FunctionHandle(function));
         Ok(HipFunction { function, module: self.clone() })
     }
     pub fn context(&self) -> &Arc<HipContext> { &self.ctx }

@@ -59,11 +59,12 @@ impl<T> Drop for HipSlice<T> {
         if self.ptr == 0 {
             return;
         }
-        ctx.record_err(ctx.bind_to_thread());
         let ptr = self.ptr as *mut std::ffi::c_void;
         if ctx.has_async_alloc {
+            // the stream names the device: no hipSetDevice (cudarc's drop binds nothing either)
             ctx.record_err(check(unsafe { hip::hipFreeAsync(ptr, stream.stream) }));
         } else {
+            ctx.record_err(ctx.bind_to_thread());
             ctx.record_err(stream.synchronize());
             ctx.record_err(check(unsafe { hip::hipFree(ptr) }));
         }
