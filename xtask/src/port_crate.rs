@@ -60,7 +60,7 @@ pub fn run(args: PortArgs) -> Result<ExitCode> {
         return Ok(if up_to_date { ExitCode::SUCCESS } else { ExitCode::FAILURE });
     }
     tree::write_atomic(&ported.tree, &out)?;
-    println!("port-crate: wrote {} ({} files)", tree::shown(&out).display(), ported.tree.len());
+    println!("port-crate: wrote {} to {} ({} files)", ported.label, tree::shown(&out).display(), ported.tree.len());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -48,7 +48,10 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("cublasComputeType_t", "rocblas_datatype"),
     ("CUBLAS_COMPUTE_32F", "rocblas_datatype_f32_r"),
     ("CUBLAS_COMPUTE_16F", "rocblas_datatype_f16_r"),
-    // rocBLAS has no reduced-precision fast modes: full f32 accumulation
+    // rocBLAS's compute types have no reduced-precision f32 or bf16-input modes: its XF32 is a
+    // handle-wide math mode of CDNA3 only (rocblas_set_math_mode), so a user's TF32 request
+    // computes in full f32 (more precise than CUDA's, and on CDNA3 slower); FAST_16BF only
+    // rounds the inputs to bf16, which bf16 inputs already are: the same results
     ("CUBLAS_COMPUTE_32F_FAST_TF32", "rocblas_datatype_f32_r"),
     ("CUBLAS_COMPUTE_32F_FAST_16BF", "rocblas_datatype_f32_r"),
     ("cublasGemmAlgo_t", "rocblas_gemm_algo"),

@@ -59,10 +59,17 @@ pub struct KernelResourcesArgs {
     out_dir: PathBuf,
 }
 
-/// The instruction families counted in the disassembly: (column, mnemonic prefix).
+/// The instruction families counted in the disassembly: (column, mnemonic prefixes).
 /// `v_dot4*` are the native byte dot products (`v_dot4_i32_i8`, `v_dot4c_i32_i8`,
-/// `v_dot4_i32_iu8`, `v_dot4_u32_u8`) that `candle_dp4a` should become.
-pub const COUNTED_INSTRUCTIONS: &[(&str, &str)] = &[("dot4", "v_dot4"), ("mfma", "v_mfma"), ("wmma", "v_wmma")];
+/// `v_dot4_i32_iu8`, `v_dot4_u32_u8`) that `candle_dp4a` should become; `load_x4` the
+/// 16-byte global loads (`global_load_dwordx4` on GFX9/GFX10, `global_load_b128` from
+/// GFX11), which the elementwise kernels' packs should become.
+pub const COUNTED_INSTRUCTIONS: &[(&str, &[&str])] = &[
+    ("dot4", &["v_dot4"]),
+    ("mfma", &["v_mfma"]),
+    ("wmma", &["v_wmma"]),
+    ("load_x4", &["global_load_dwordx4", "global_load_b128"]),
+];
 
 /// NVIDIA H100 (sm_90) limits for occupancy by registers: CUDA C Programming
 /// Guide, "Technical Specifications per Compute Capability" (9.0: 64K 32-bit
@@ -118,6 +125,7 @@ pub const COLUMNS: &[&str] = &[
     "dot4_mnemonics",
     "mfma",
     "wmma",
+    "load_x4",
     "sm90_registers",
     "sm90_spill_store_bytes",
     "sm90_spill_load_bytes",
@@ -246,7 +254,7 @@ fn rows_of_file(file: &Path, arch: &str, limits: &ArchLimits, objdump: &Objdump,
     for image in code_object::extract_images(file, arch)? {
         let kernels = kernel_resources_of_image(file, &image)?;
         let disassembly = objdump.disassemble(file, &image)?;
-        let prefixes: Vec<&str> = COUNTED_INSTRUCTIONS.iter().map(|(_, p)| *p).collect();
+        let prefixes: Vec<&str> = COUNTED_INSTRUCTIONS.iter().flat_map(|(_, p)| p.iter().copied()).collect();
         let counts = count_instructions(&disassembly, &prefixes);
         for k in &kernels {
             let of_kernel = counts.get(&k.name).cloned().unwrap_or_default();
@@ -259,7 +267,7 @@ fn rows_of_file(file: &Path, arch: &str, limits: &ArchLimits, objdump: &Objdump,
 fn row(module: &str, k: &KernelResources, limits: &ArchLimits, instructions: &BTreeMap<String, u32>, cuda: Option<&CudaKernel>) -> Result<Vec<String>> {
     let by_registers = limits.waves_per_simd_by_registers(k).map_err(anyhow::Error::msg)?;
     let by_lds = limits.waves_per_simd_by_lds(k).map_err(anyhow::Error::msg)?;
-    let counted = |prefix: &str| instructions.iter().filter(|(m, _)| m.starts_with(prefix)).map(|(_, n)| n).sum::<u32>();
+    let counted = |prefixes: &[&str]| instructions.iter().filter(|(m, _)| prefixes.iter().any(|p| m.starts_with(p))).map(|(_, n)| n).sum::<u32>();
     let dot4_mnemonics: Vec<String> = instructions.iter().filter(|(m, _)| m.starts_with("v_dot4")).map(|(m, n)| format!("{m}:{n}")).collect();
     let mut cells: Vec<String> = vec![
         module.to_string(),
@@ -277,8 +285,8 @@ fn row(module: &str, k: &KernelResources, limits: &ArchLimits, instructions: &BT
         by_lds.to_string(),
         percent(by_registers, limits.max_waves_per_simd),
     ];
-    for (column, prefix) in COUNTED_INSTRUCTIONS {
-        cells.push(counted(prefix).to_string());
+    for (column, prefixes) in COUNTED_INSTRUCTIONS {
+        cells.push(counted(prefixes).to_string());
         if *column == "dot4" {
             cells.push(if dot4_mnemonics.is_empty() { "-".into() } else { dot4_mnemonics.join(",") });
         }
@@ -360,13 +368,16 @@ mod tests {
     #[test]
     fn a_row_joins_amd_and_cuda() {
         let k = KernelResources { name: "mul_mat_vec_q4_0_q8_1".into(), vgprs: 40, agprs: 0, sgprs: 30, scratch_bytes: 0, lds_bytes: 0, vgpr_spills: 0, sgpr_spills: 0, wavefront_size: 64, max_workgroup_size: 1024 };
-        let instructions: BTreeMap<String, u32> = [("v_dot4c_i32_i8".to_string(), 6), ("v_dot4_i32_i8".to_string(), 2)].into();
+        let instructions: BTreeMap<String, u32> =
+            [("v_dot4c_i32_i8".to_string(), 6), ("v_dot4_i32_i8".to_string(), 2), ("global_load_dwordx4".to_string(), 3), ("global_load_b128".to_string(), 1)].into();
         let cuda = CudaKernel { registers: 40, spill_store_bytes: 0, spill_load_bytes: 0 };
         let r = row("mmvq_gguf", &k, arch_limits("gfx942").unwrap(), &instructions, Some(&cuda)).unwrap();
         assert_eq!(r.len(), COLUMNS.len());
         let cell = |name: &str| r[COLUMNS.iter().position(|c| *c == name).unwrap()].as_str();
         assert_eq!((cell("waves_by_registers"), cell("occupancy_pct"), cell("sm90_occupancy_pct")), ("8", "100.0", "75.0"));
         assert_eq!((cell("dot4"), cell("dot4_mnemonics"), cell("mfma")), ("8", "v_dot4_i32_i8:2,v_dot4c_i32_i8:6", "0"));
+        // both spellings of the 16-byte load count in one column
+        assert_eq!(cell("load_x4"), "4");
         let none = row("mmvq_gguf", &k, arch_limits("gfx942").unwrap(), &BTreeMap::new(), None).unwrap();
         assert_eq!(&none[none.len() - 4..], ["-", "-", "-", "-"]);
         assert!(row("m", &k, arch_limits("gfx1100").unwrap(), &BTreeMap::new(), None).unwrap_err().to_string().contains("is wave64 but the gfx1100 limits are for wave32"));

@@ -28,7 +28,13 @@ struct Kernel {
     dot4_mnemonics: Vec<String>,
     mfma: u32,
     wmma: u32,
+    /// 16-byte global loads (`load_x4`).
+    load_x4: u32,
 }
+
+/// The families of the contiguous elementwise kernels, whose loops move 16-byte packs
+/// (kernel rule `elementwise-packs`).
+const ELEMENTWISE_FAMILIES: &[&str] = &["affine", "binary", "cast", "unary"];
 
 struct ArchFile {
     name: String,
@@ -57,7 +63,9 @@ pub fn section(md: &mut String, results: &Path) -> Result<()> {
     md.push_str("- *spilling*: VGPR or SGPR spills in the metadata; *scratch, no spills*: private segment used by stack arrays, not by spills.\n");
     md.push_str("- *below sm_90*: occupancy by registers alone (AMD: waves per SIMD over the arch's maximum, from `hip_build::occupancy::AMD_ARCH_LIMITS`; sm_90: warps per SM over 64) is lower than upstream's kernel gets on sm_90; kernels upstream lacks are not counted.\n");
     md.push_str("- *LDS-starved*: the static LDS allows fewer waves per SIMD than the registers (workgroups of the kernel's maximum size).\n");
+    md.push_str("- *16-byte loads, elementwise*: of the unary, binary, affine and cast kernels, those with 16-byte global loads (`global_load_dwordx4`, from GFX11 `global_load_b128`): their contiguous loops move 16-byte packs of the wider element type (kernel rule `elementwise-packs`), so a widening cast (bf16 to f32, f32 to f64, ...) loads 8 or 4 bytes per pack and stores 16.\n");
     md.push_str("- *dot4*: kernels with native byte dot products (`v_dot4*`) and their instruction count; *dp4a fallback*: kernels with native dot products on another arch here and neither those nor matrix instructions on this one (the portable byte loop of `candle_dp4a`; a kernel that takes ggml's MFMA/WMMA tiles instead is not one). Where ggml's matrix tiles are on (MFMA on CDNA2/3, WMMA on RDNA3/4), its `mul_mat_q` instantiations for tile widths the arch never launches (mmq_x of 8, 24, 40, 56: not a multiple of the 16-column MFMA/WMMA granularity) compile to ggml's `NO_DEVICE_CODE` stub and count here too.\n\n");
+    let elementwise = |k: &Kernel| ELEMENTWISE_FAMILIES.contains(&k.family.as_str());
     let with_dot4: BTreeSet<&(String, String)> = files.iter().flat_map(|f| f.kernels.iter().filter(|k| k.dot4 > 0).map(|k| &k.key)).collect();
     let mut rows = Vec::new();
     for f in &files {
@@ -76,9 +84,14 @@ pub fn section(md: &mut String, results: &Path) -> Result<()> {
             fallback.to_string(),
             count(&|k| k.mfma > 0).to_string(),
             count(&|k| k.wmma > 0).to_string(),
+            format!("{} of {}", count(&|k| elementwise(k) && k.load_x4 > 0), count(&elementwise)),
         ]);
     }
-    markdown_table(md, &["arch", "kernels", "spilling", "scratch, no spills", "below sm_90", "LDS-starved", "dot4 kernels (instructions)", "dot4 mnemonics", "dp4a fallback", "MFMA kernels", "WMMA kernels"], &rows)?;
+    markdown_table(
+        md,
+        &["arch", "kernels", "spilling", "scratch, no spills", "below sm_90", "LDS-starved", "dot4 kernels (instructions)", "dot4 mnemonics", "dp4a fallback", "MFMA kernels", "WMMA kernels", "16-byte loads, elementwise"],
+        &rows,
+    )?;
 
     md.push_str("Per family: spilling / below sm_90 / dot4 kernels (of the family's kernels).\n\n");
     let families: BTreeSet<&str> = files.iter().flat_map(|f| f.kernels.iter().map(|k| k.family.as_str())).collect();
@@ -118,7 +131,7 @@ fn read_files(results: &Path) -> Result<Vec<ArchFile>> {
 }
 
 fn kernels_of(t: &Table) -> Result<Vec<Kernel>> {
-    let c: BTreeMap<&str, usize> = ["module", "kernel", "scratch_bytes", "vgpr_spills", "sgpr_spills", "waves_by_registers", "waves_by_lds", "occupancy_pct", "dot4", "dot4_mnemonics", "mfma", "wmma", "sm90_occupancy_pct"]
+    let c: BTreeMap<&str, usize> = ["module", "kernel", "scratch_bytes", "vgpr_spills", "sgpr_spills", "waves_by_registers", "waves_by_lds", "occupancy_pct", "dot4", "dot4_mnemonics", "mfma", "wmma", "load_x4", "sm90_occupancy_pct"]
         .into_iter()
         .map(|name| t.column(name).map(|i| (name, i)))
         .collect::<Result<_>>()?;
@@ -147,6 +160,7 @@ fn kernels_of(t: &Table) -> Result<Vec<Kernel>> {
                 },
                 mfma: number("mfma")? as u32,
                 wmma: number("wmma")? as u32,
+                load_x4: number("load_x4")? as u32,
             })
         })
         .collect()
@@ -185,8 +199,8 @@ mod tests {
         let mut md = String::new();
         section(&mut md, dir.path()).unwrap();
         // gfx90a first (table order); its kernel has no dot4 while gfx942's has: one fallback
-        assert!(md.contains("| gfx90a | 1 | 1 | 0 | 1 | 0 | 0 (0) | none | 1 | 0 | 0 |"), "{md}");
-        assert!(md.contains("| gfx942 | 1 | 1 | 0 | 1 | 0 | 1 (4) | v_dot4_i32_i8 | 0 | 0 | 0 |"), "{md}");
+        assert!(md.contains("| gfx90a | 1 | 1 | 0 | 1 | 0 | 0 (0) | none | 1 | 0 | 0 | 0 of 0 |"), "{md}");
+        assert!(md.contains("| gfx942 | 1 | 1 | 0 | 1 | 0 | 1 (4) | v_dot4_i32_i8 | 0 | 0 | 0 | 0 of 0 |"), "{md}");
         assert!(md.contains("| mmvq_gguf | 1 | 1 / 1 / 0 | 1 / 1 / 1 |"), "{md}");
     }
 
@@ -197,7 +211,7 @@ mod tests {
         file_with(dir.path(), "gfx1100", "0", "8");
         let mut md = String::new();
         section(&mut md, dir.path()).unwrap();
-        assert!(md.contains("| gfx1100 | 1 | 1 | 0 | 1 | 0 | 0 (0) | none | 0 | 0 | 1 |"), "{md}");
+        assert!(md.contains("| gfx1100 | 1 | 1 | 0 | 1 | 0 | 0 (0) | none | 0 | 0 | 1 | 0 of 0 |"), "{md}");
     }
 
     #[test]
