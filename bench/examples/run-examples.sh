@@ -18,6 +18,10 @@
 # timed (the first JIT-compiles the stock build's PTX: 30 s on a fresh machine), and run 1
 # against run 2 of one side says whether that side repeats itself. The stock build also runs
 # once with --cpu: Candle's CPU backend, the reference both GPU sides are compared with.
+# With SPEED_RUNS=N (default 1), each GPU side runs N timed times, alternating (cuda.2, rocm.2,
+# cuda.3, rocm.3, ...), and each side's best speed is the one written (these programs take
+# a fraction of a second to generate, and one run of the same binary can differ from the
+# next by 30% on the shared host); the agreement is still run 2's.
 #
 # Environment: BIN_DIR (the build's output folder or its .tar.xz; default
 # device-carry/examples-parity, else device-carry/examples-parity.tar.xz), KERNELS_DIR,
@@ -41,7 +45,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 [[ $# -ge 1 ]] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 out=$(realpath -m "$1")
-since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }'; }
 set_name=${SET:-parity}
 case $set_name in
   parity) cases_file=bench/examples/cases.tsv tsv_name=examples-h100.tsv cuda_features=cuda rocm_features=rocm ;;
@@ -56,6 +59,8 @@ setup_required="make-models"
 setup_build="cargo xtask gpu-program $program"
 # shellcheck source=bench/backend/setup.sh
 source bench/backend/setup.sh
+# shellcheck source=bench/examples/lib.sh
+source bench/examples/lib.sh
 mkdir -p "$out/logs"
 if [[ $set_name == multiprocess ]]; then
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
@@ -84,19 +89,15 @@ done >"$out/logs/ldd.txt" 2>&1
 grep -E "== ldd (cuda|rocm)/(quantized|llama)" -A30 "$out/logs/ldd.txt" | grep -E "==|libcu|nvrtc|amdhip|roc|launchers"
 if grep -q "not found" "$out/logs/ldd.txt"; then grep -E "==|not found" "$out/logs/ldd.txt"; echo "error: a library is missing (logs/ldd.txt)"; exit 1; fi
 
-models=${MODELS_DIR:-$scratch/models}
-if [[ ! -f $models/tokenizer.json ]]; then
-  start=$(date +%s.%N)
-  "$bin/make-models" models "$models" >"$out/logs/make-models.log" 2>&1 \
-    || { cat "$out/logs/make-models.log"; echo "error: make-models failed"; exit 1; }
-  echo "made-up models written to $models in $(since "$start") s"
-fi
-models=$(realpath "$models")
+make_models "$out/logs/make-models.log"
 
 tsv=$out/$tsv_name
 {
   echo "# gpu: $gpu"
   echo "# CUDA: stock crates.io candle-examples 0.11.1 --features $cuda_features (llama_multiprocess with regen's upstream repairs, rule upstream-repairs); ROCm: generated/candle-examples --features $rocm_features through hip-on-cuda (kernels: nvcc $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+  if (( ${SPEED_RUNS:-1} > 1 )); then
+    echo "# speeds: each side's best of ${SPEED_RUNS} timed runs after the first, alternating cuda and rocm; agreement: run 2's"
+  fi
   echo "# runs: each GPU side twice, the second measured (the first JIT-compiles the CUDA build's PTX); cpu: the stock build with --cpu, the reference both GPU sides are also compared with; repeatable: run 1 and run 2 of each GPU side agree"
   printf 'case\texample\tmodel\tdtype\tagree\tagreement\tcuda\trocm\tunit\tcuda_wall_s\trocm_wall_s\tcuda_vs_cpu\trocm_vs_cpu\trepeatable\n'
 } >"$tsv"
@@ -114,25 +115,13 @@ status=0
 while IFS=$'\t' read -r case example model dtype kind param files args cpu cpu_param; do
   [[ $case == \#* || $case == case || -z $case ]] && continue
   [[ -n ${CASES:-} && " $CASES " != *" $case "* ]] && continue
-  # every made-up file the case reads must be there: an example given a missing path says
-  # "No such file or directory" without the name (quantized), or goes to the network (bert)
-  missing=()
-  IFS=, read -r -a need <<<"$files"
-  for f in "${need[@]}"; do [[ -e $models/$f ]] || missing+=("$models/$f"); done
+  # every made-up file the case reads must be there
+  missing_files "$files"
   if (( ${#missing[@]} )); then
     echo "error: $case: made-up model file(s) missing: ${missing[*]} (bench/examples/make-models writes them: make-models models DIR)"
     printf '%s\t%s\t%s\t%s\tno\tmissing model files: %s\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\n' "$case" "$example" "$model" "$dtype" "${missing[*]}" >>"$tsv"
     status=1; continue
   fi
-  # `expand ARGS`: the case's arguments in `argv`, {M} the models' folder, {PN} the N-word prompt
-  expand() {
-    read -r -a argv <<<"$1"
-    for i in "${!argv[@]}"; do
-      a=${argv[$i]//\{M\}/$models}
-      if [[ $a =~ ^\{P([0-9]+)\}$ ]]; then a=$("$bin/make-models" prompt "${BASH_REMATCH[1]}"); fi
-      argv[i]=$a
-    done
-  }
   cpu_example=$example
   if [[ -n ${cpu:-} ]]; then
     expand "${cpu#* }"
@@ -143,7 +132,9 @@ while IFS=$'\t' read -r case example model dtype kind param files args cpu cpu_p
   [[ -n ${cpu:-} ]] || cpu_argv=("${argv[@]}")
   declare -A wall=()
   failed=""
-  for run in cuda.1 rocm.1 cuda.2 rocm.2 cpu.1; do
+  runs=(cuda.1 rocm.1)
+  for ((r = 2; r <= ${SPEED_RUNS:-1} + 1; r++)); do runs+=("cuda.$r" "rocm.$r"); done
+  for run in "${runs[@]}" cpu.1; do
     side=${run%.*}
     extra=()
     case $side in
@@ -172,6 +163,13 @@ while IFS=$'\t' read -r case example model dtype kind param files args cpu cpu_p
   L=$out/logs/$case
   result=$(compare "$kind" "$param" "$L.cuda.2.log" "$L.rocm.2.log")
   [[ $(cut -f1 <<<"$result") == yes ]] || status=1
+  if (( ${SPEED_RUNS:-1} > 1 )); then
+    # each side's best speed over its timed runs: tokens/s the highest, ms the lowest
+    best=$(for ((r = 2; r <= SPEED_RUNS + 1; r++)); do compare "$kind" "$param" "$L.cuda.$r.log" "$L.rocm.$r.log" | cut -f3-5; done |
+      awk -F'\t' '$1 != "NA" { lower = ($3 == "ms"); if (n++ == 0 || (lower ? $1 < c : $1 > c)) c = $1; if (n == 1 || (lower ? $2 < o : $2 > o)) o = $2; u = $3 }
+                  END { if (n) printf "%s\t%s\t%s", c, o, u }')
+    [[ -n $best ]] && result=$(awk -F'\t' -v OFS='\t' -v b="$best" 'BEGIN { split(b, v, "\t") } { $3 = v[1]; $4 = v[2]; $5 = v[3]; print }' <<<"$result")
+  fi
   cuda_cpu=$(compare "$kind" "${cpu_param:-$param}" "$L.cpu.1.log" "$L.cuda.2.log" | cut -f2)
   rocm_cpu=$(compare "$kind" "${cpu_param:-$param}" "$L.cpu.1.log" "$L.rocm.2.log" | cut -f2)
   repeat=$(for side in cuda rocm; do echo "$side $(compare "$kind" "$param" "$L.$side.1.log" "$L.$side.2.log" | cut -f1)"; done | paste -sd, -)
