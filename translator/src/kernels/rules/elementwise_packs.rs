@@ -7,13 +7,18 @@
 //! loops.
 
 use super::{wave_rows, TreeFacts, Unit};
-use crate::kernels::mapping::ELEMENTWISE_PACK_EDITS;
-#[cfg(doc)]
-use crate::kernels::mapping::FunctionEdit;
+use crate::kernels::mapping::{FunctionEdit, ELEMENTWISE_PACK_EDITS};
 use crate::TranslateError;
 
+/// Rows of a function the file does not define are skipped: releases before 0.11 have no
+/// `cast_bf16_f32` vector path. A function that is defined must match its row exactly.
 pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
-    wave_rows::rewrite(unit, ELEMENTWISE_PACK_EDITS, "elementwise-packs", "ELEMENTWISE_PACK_EDITS")
+    let rows: Vec<FunctionEdit> = ELEMENTWISE_PACK_EDITS
+        .iter()
+        .filter(|r| r.file == unit.path && wave_rows::function_body(&unit.tokens, r.function, 0).is_some())
+        .map(|r| FunctionEdit { ..*r })
+        .collect();
+    wave_rows::rewrite(unit, &rows, "elementwise-packs", "ELEMENTWISE_PACK_EDITS")
 }
 
 #[cfg(test)]
@@ -60,6 +65,17 @@ mod tests {
                    \x20   for (size_t i = 0; i < numel; i++) { out[i] = inp[i]; }\n}\n";
         let err = run("cast.cu", src).unwrap_err().to_string();
         assert!(err.contains("cast.cu") && err.contains("cast_") && err.contains("ELEMENTWISE_PACK_EDITS"), "{err}");
+    }
+
+    /// A release without a row's function (0.10's cast.cu has no cast_bf16_f32) is translated.
+    #[test]
+    fn a_function_the_release_lacks_is_skipped() {
+        let src = "template <typename S, typename T> __device__ void cast_(const size_t numel, const S *inp, T *out) {\n\
+                   \x20   for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) {\n\
+                   \x20       out[i] = inp[i];\n    }\n}\n";
+        let (out, n) = run("cast.cu", src).unwrap();
+        assert_eq!(n, 1);
+        assert!(out.contains("candle_ew_map1(numel, inp, out, [](S x) { return x; });"), "{out}");
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub(super) fn rewrite(unit: &mut Unit, rows: &[FunctionEdit], rule: &str, table_
 
 /// From `from`: the next definition `NAME ( ... ) {`; returns the indices of
 /// its body's `{` and `}`.
-fn function_body(tokens: &[Token], name: &str, from: usize) -> Option<(usize, usize)> {
+pub(super) fn function_body(tokens: &[Token], name: &str, from: usize) -> Option<(usize, usize)> {
     let mut i = from;
     while i < tokens.len() {
         if tokens[i].is_ident(name) {
