@@ -743,6 +743,14 @@ pub const ELEMENTWISE_PACK_EDITS: &[FunctionEdit] = &[
         why: "AFFINE_OP (in place when inp is null)",
     },
     FunctionEdit {
+        file: "affine.cu",
+        function: "FN_NAME",
+        upstream: contiguous_loop!("TYPENAME x = inp ? inp [ i ] : out [ i ] ; out [ i ] = x * mul + add ;"),
+        rocm: "candle_ew_map1(numel, inp ? inp : out, out, [&](TYPENAME x) { return x * mul + add; });",
+        count: 1,
+        why: "AFFINE_OP as 0.9 wrote it (the expression in the macro, no AFFINE parameter)",
+    },
+    FunctionEdit {
         file: "binary_op_macros.cuh",
         function: "FN_NAME",
         upstream: contiguous_loop!("TYPENAME x = lhs [ i ] ; TYPENAME y = rhs [ i ] ; out [ i ] = FUNC ;"),

@@ -7,18 +7,38 @@
 //! loops.
 
 use super::{wave_rows, TreeFacts, Unit};
-use crate::kernels::mapping::{FunctionEdit, ELEMENTWISE_PACK_EDITS};
+use crate::kernels::mapping::ELEMENTWISE_PACK_EDITS;
+#[cfg(doc)]
+use crate::kernels::mapping::FunctionEdit;
 use crate::TranslateError;
 
 /// Rows of a function the file does not define are skipped: releases before 0.11 have no
-/// `cast_bf16_f32` vector path. A function that is defined must match its row exactly.
+/// `cast_bf16_f32` vector path. Several rows may name one function, one per form releases gave
+/// its loop (0.9's AFFINE_OP wrote `x * mul + add` itself): a function the file defines must
+/// match at least one of its rows exactly, else the first row's error names it.
 pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
-    let rows: Vec<FunctionEdit> = ELEMENTWISE_PACK_EDITS
-        .iter()
-        .filter(|r| r.file == unit.path && wave_rows::function_body(&unit.tokens, r.function, 0).is_some())
-        .map(|r| FunctionEdit { ..*r })
-        .collect();
-    wave_rows::rewrite(unit, &rows, "elementwise-packs", "ELEMENTWISE_PACK_EDITS")
+    let mut count = 0;
+    let mut unmatched: Vec<(&'static str, TranslateError)> = Vec::new();
+    let mut matched: Vec<&'static str> = Vec::new();
+    let path = unit.path.clone();
+    for row in ELEMENTWISE_PACK_EDITS.iter().filter(|r| r.file == path) {
+        if wave_rows::function_body(&unit.tokens, row.function, 0).is_none() {
+            continue;
+        }
+        let mut trial = unit.clone();
+        match wave_rows::rewrite(&mut trial, std::slice::from_ref(row), "elementwise-packs", "ELEMENTWISE_PACK_EDITS") {
+            Ok(n) => {
+                *unit = trial;
+                count += n;
+                matched.push(row.function);
+            }
+            Err(e) => unmatched.push((row.function, e)),
+        }
+    }
+    match unmatched.into_iter().find(|(f, _)| !matched.contains(f)) {
+        Some((_, e)) => Err(e),
+        None => Ok(count),
+    }
 }
 
 #[cfg(test)]
