@@ -98,6 +98,21 @@ mod tests {
         assert!(out.contains("candle_ew_map1(numel, inp, out, [](S x) { return x; });"), "{out}");
     }
 
+    /// 0.9's AFFINE_OP writes its expression in the macro: the second affine row takes it.
+    #[test]
+    fn an_older_form_of_a_loop_takes_its_own_row() {
+        let src = "#define AFFINE_OP(TYPENAME, FN_NAME) \\\n\
+                   extern \"C\" __global__ void FN_NAME(const size_t numel, const TYPENAME *inp, TYPENAME *out, TYPENAME mul, TYPENAME add) { \\\n\
+                   \x20   for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \\\n\
+                   \x20       TYPENAME x = inp ? inp[i] : out[i]; \\\n\
+                   \x20       out[i] = x * mul + add; \\\n\
+                   \x20   } \\\n\
+                   }\n";
+        let (out, n) = run("affine.cu", src).unwrap();
+        assert_eq!(n, 1);
+        assert!(out.contains("candle_ew_map1(numel, inp ? inp : out, out, [&](TYPENAME x) { return x * mul + add; });"), "{out}");
+    }
+
     #[test]
     fn rows_lex_and_each_names_a_loop_of_upstream_shape() {
         for row in ELEMENTWISE_PACK_EDITS {
