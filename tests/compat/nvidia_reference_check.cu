@@ -20,8 +20,10 @@
 #include "candle_fp_convert.h"
 #include "candle_hip_compat.h"
 #if defined(__CUDA_ARCH__) && !(defined(CANDLE_PLATFORM_F32_TO_BF16_BITS) && defined(CANDLE_PLATFORM_BF16_ADD) && \
-                                 defined(CANDLE_PLATFORM_BF16_SUB) && defined(CANDLE_PLATFORM_BF16_MUL))
-#error "hip-on-cuda's hip_runtime.h should define the CANDLE_PLATFORM_ bf16 hooks for sm_80+"
+                                 defined(CANDLE_PLATFORM_BF16_SUB) && defined(CANDLE_PLATFORM_BF16_MUL) && \
+                                 defined(CANDLE_PLATFORM_F16_MINMAX) && defined(CANDLE_PLATFORM_BF16_MINMAX) && \
+                                 defined(CANDLE_PLATFORM_F16_EXP))
+#error "hip-on-cuda's hip_runtime.h should define the CANDLE_PLATFORM_ half and bf16 hooks for sm_80+"
 #endif
 
 #include <cmath>
@@ -120,10 +122,10 @@ __global__ void k_fp8_decode(uint16_t* h, uint32_t* f) {
 }
 
 // Pairs of 16-bit patterns: min/max, arithmetic (bf16), pair ops (bf16x2).
-__global__ void k_pairs(const uint32_t* ab, uint64_t n, uint16_t* out /* 15 per pair */) {
+__global__ void k_pairs(const uint32_t* ab, uint64_t n, uint16_t* out /* 23 per pair */) {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         const uint16_t a = (uint16_t)ab[i], b = (uint16_t)(ab[i] >> 16);
-        uint16_t* o = out + 15 * i;
+        uint16_t* o = out + 23 * i;
         o[0] = __half_as_ushort(__hmax(dhalf(a), dhalf(b)));
         o[1] = __half_as_ushort(__hmin(dhalf(a), dhalf(b)));
         o[2] = __half_as_ushort(__hmax_nan(dhalf(a), dhalf(b)));
@@ -141,6 +143,15 @@ __global__ void k_pairs(const uint32_t* ab, uint64_t n, uint16_t* out /* 15 per 
         o[12] = (p + q).bits; // through CANDLE_PLATFORM_BF16_ADD
         o[13] = (p - q).bits;
         o[14] = (p * q).bits;
+        // 15-22: candle_hmax/hmin(_nan) for half and candle_bf16 (CANDLE_PLATFORM_F16/BF16_MINMAX)
+        o[15] = __half_as_ushort(candle_hmax(dhalf(a), dhalf(b)));
+        o[16] = __half_as_ushort(candle_hmin(dhalf(a), dhalf(b)));
+        o[17] = __half_as_ushort(candle_hmax_nan(dhalf(a), dhalf(b)));
+        o[18] = __half_as_ushort(candle_hmin_nan(dhalf(a), dhalf(b)));
+        o[19] = candle_hmax(p, q).bits;
+        o[20] = candle_hmin(p, q).bits;
+        o[21] = candle_hmax_nan(p, q).bits;
+        o[22] = candle_hmin_nan(p, q).bits;
     }
 }
 __global__ void k_pairs2(const uint32_t* ab, uint64_t n, uint32_t* out /* 3 per pair */) {
@@ -155,12 +166,12 @@ __global__ void k_pairs2(const uint32_t* ab, uint64_t n, uint32_t* out /* 3 per 
     }
 }
 // Unary: all 16-bit patterns.
-__global__ void k_unary(uint16_t* out /* 14 per value */, unsigned char* isnan_out) {
+__global__ void k_unary(uint16_t* out /* 15 per value */, unsigned char* isnan_out) {
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= 65536) return;
     const __half h = dhalf((uint16_t)i);
     const __nv_bfloat16 b = dbf16((uint16_t)i);
-    uint16_t* o = out + 14 * i;
+    uint16_t* o = out + 15 * i;
     o[0] = __half_as_ushort(hsqrt(h));
     o[1] = __half_as_ushort(__habs(h));
     o[2] = __half_as_ushort(hexp(h));
@@ -175,6 +186,7 @@ __global__ void k_unary(uint16_t* out /* 14 per value */, unsigned char* isnan_o
     o[11] = dbf16_bits(hcos(b));
     o[12] = dbf16_bits(-b);
     o[13] = dbf16_bits(__nv_bfloat16(h)); // explicit bf16 from half
+    o[14] = __half_as_ushort(candle_hexp(h)); // through CANDLE_PLATFORM_F16_EXP
     isnan_out[2 * i] = __hisnan(h);
     isnan_out[2 * i + 1] = __hisnan(b);
 }
@@ -370,24 +382,28 @@ int main() {
             hab[i] = a | ((uint32_t)b << 16);
         }
         uint32_t* dab; uint16_t* dout; uint32_t* dout2;
-        CK(cudaMalloc(&dab, 4 * n)); CK(cudaMalloc(&dout, 30 * n)); CK(cudaMalloc(&dout2, 12 * n));
+        CK(cudaMalloc(&dab, 4 * n)); CK(cudaMalloc(&dout, 46 * n)); CK(cudaMalloc(&dout2, 12 * n));
         CK(cudaMemcpy(dab, hab.data(), 4 * n, cudaMemcpyHostToDevice));
         k_pairs<<<grid, block>>>(dab, n, dout);
         k_pairs2<<<grid, block>>>(dab, n, dout2);
         CK(cudaGetLastError());
-        std::vector<uint16_t> ho(15 * n); std::vector<uint32_t> ho2(3 * n);
-        CK(cudaMemcpy(ho.data(), dout, 30 * n, cudaMemcpyDeviceToHost));
+        std::vector<uint16_t> ho(23 * n); std::vector<uint32_t> ho2(3 * n);
+        CK(cudaMemcpy(ho.data(), dout, 46 * n, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(ho2.data(), dout2, 12 * n, cudaMemcpyDeviceToHost));
-        // 12-14: candle_bf16's operators in the device pass (hip-on-cuda's platform hooks)
-        // against the same operators on the host (the portable code)
-        const char* names[15] = {"half __hmax", "half __hmin", "half __hmax_nan", "half __hmin_nan",
+        // 12-14 and 15-22: candle_bf16's operators and candle_hmax/hmin(_nan) in the device
+        // pass (hip-on-cuda's platform hooks) against the same on the host (the portable code)
+        const char* names[23] = {"half __hmax", "half __hmin", "half __hmax_nan", "half __hmin_nan",
                                  "bf16 __hmax", "bf16 __hmin", "bf16 __hmax_nan", "bf16 __hmin_nan",
                                  "bf16 operator+", "bf16 operator-", "bf16 operator*", "bf16 operator/",
-                                 "candle_bf16 + platform hook", "candle_bf16 - platform hook", "candle_bf16 * platform hook"};
-        for (int k = 0; k < 15; ++k) {
+                                 "candle_bf16 + platform hook", "candle_bf16 - platform hook", "candle_bf16 * platform hook",
+                                 "half candle_hmax hook", "half candle_hmin hook", "half candle_hmax_nan hook",
+                                 "half candle_hmin_nan hook", "bf16 candle_hmax hook", "bf16 candle_hmin hook",
+                                 "bf16 candle_hmax_nan hook", "bf16 candle_hmin_nan hook"};
+        for (int k = 0; k < 23; ++k) {
             auto ref = [&](uint64_t i) -> uint16_t {
                 const uint16_t a = (uint16_t)hab[i], b = (uint16_t)(hab[i] >> 16);
                 if (k < 8) return ref_minmax(a, b, k >= 4, (k & 1) == 0, (k & 2) != 0);
+                if (k >= 15) return ref_minmax(a, b, k >= 19, ((k - 15) & 1) == 0, ((k - 15) & 2) != 0);
                 if (k >= 12) {
                     const candle_bf16 p = candle_bf16::from_bits(a), q = candle_bf16::from_bits(b);
                     return (k == 12 ? p + q : k == 13 ? p - q : p * q).bits;
@@ -396,13 +412,13 @@ int main() {
                 return f2b(k == 8 ? fa + fb : k == 9 ? fa - fb : k == 10 ? fa * fb : fa / fb);
             };
             auto same = [&](uint64_t i) {
-                const uint16_t r = ref(i), g = ho[15 * i + k];
+                const uint16_t r = ref(i), g = ho[23 * i + k];
                 return r == g;
             };
             char label[96];
             std::snprintf(label, sizeof label, "%s (random pairs)", names[k]);
             result(label, n, par_count(n, same, [&](uint64_t i) {
-                std::printf("  %s a=0x%04x b=0x%04x nvidia=0x%04x ours=0x%04x\n", names[k], hab[i] & 0xFFFF, hab[i] >> 16, ho[15 * i + k], ref(i)); }));
+                std::printf("  %s a=0x%04x b=0x%04x nvidia=0x%04x ours=0x%04x\n", names[k], hab[i] & 0xFFFF, hab[i] >> 16, ho[23 * i + k], ref(i)); }));
         }
         // bf16 pairs: lanes (a,b) op (b,a).
         auto ref2 = [&](uint64_t i, int k) -> uint32_t {
@@ -418,11 +434,11 @@ int main() {
     // 7. Unary helpers on every 16-bit pattern.
     {
         uint16_t* d; unsigned char* dn;
-        CK(cudaMalloc(&d, 28 * 65536)); CK(cudaMalloc(&dn, 2 * 65536));
+        CK(cudaMalloc(&d, 30 * 65536)); CK(cudaMalloc(&dn, 2 * 65536));
         k_unary<<<256, 256>>>(d, dn);
         CK(cudaGetLastError());
-        std::vector<uint16_t> h(14 * 65536); std::vector<unsigned char> hn(2 * 65536);
-        CK(cudaMemcpy(h.data(), d, 28 * 65536, cudaMemcpyDeviceToHost)); CK(cudaMemcpy(hn.data(), dn, 2 * 65536, cudaMemcpyDeviceToHost));
+        std::vector<uint16_t> h(15 * 65536); std::vector<unsigned char> hn(2 * 65536);
+        CK(cudaMemcpy(h.data(), d, 30 * 65536, cudaMemcpyDeviceToHost)); CK(cudaMemcpy(hn.data(), dn, 2 * 65536, cudaMemcpyDeviceToHost));
         const char* names[14] = {"half hsqrt", "half __habs", "half hexp", "half hlog", "half hsin", "half hcos",
                                  "bf16 hsqrt", "bf16 __habs", "bf16 hexp", "bf16 hlog", "bf16 hsin", "bf16 hcos",
                                  "bf16 negation", "bf16 from half"};
@@ -446,7 +462,7 @@ int main() {
                 else if (k == 12) r = x_nan ? 0x7FFF : (uint16_t)(i ^ 0x8000);
                 else if (k == 13) r = f2b(h2f((uint16_t)i));
                 else r = bf ? f2b(y) : f2h(y);
-                const uint16_t g = h[14 * i + k];
+                const uint16_t g = h[15 * i + k];
                 if (r == g) continue;
                 const bool rn = bf || k >= 12 ? ((r & 0x7FFF) > 0x7F80) : ((r & 0x7FFF) > 0x7C00);
                 const bool gn = bf || k >= 12 ? ((g & 0x7FFF) > 0x7F80) : ((g & 0x7FFF) > 0x7C00);
@@ -462,6 +478,8 @@ int main() {
                         (unsigned long long)bad, maxulp, (unsigned long long)nanbits);
             if (bad && exact) ++g_bad;
         }
+        result("half candle_hexp platform hook = hexp", 65536, par_count(65536, [&](uint64_t i) { return h[15 * i + 14] == h[15 * i + 2]; },
+            [&](uint64_t i) { std::printf("  x=0x%04x hexp=0x%04x candle_hexp=0x%04x\n", (unsigned)i, h[15 * i + 2], h[15 * i + 14]); }));
         uint64_t bad = 0;
         for (uint32_t i = 0; i < 65536; ++i) {
             const bool hn_ref = (i & 0x7FFF) > 0x7C00, bn_ref = (i & 0x7FFF) > 0x7F80;

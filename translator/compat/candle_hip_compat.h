@@ -233,6 +233,41 @@ template <typename H> CANDLE_DI H candle_minmax_impl(H a, H b, bool want_max, bo
     return (want_max ? fa > fb : fa < fb) ? a : b;
 }
 
+// A platform may name native min/max instructions for the device pass by
+// defining CANDLE_PLATFORM_F16_MINMAX / CANDLE_PLATFORM_BF16_MINMAX
+// (a_bits, b_bits, want_max, propagate_nan) -> bits before this header, with
+// exactly candle_minmax_impl's results (want_max and propagate_nan are
+// constants at every call).
+CANDLE_DI __half candle_minmax(__half a, __half b, bool want_max, bool propagate_nan) {
+#if defined(CANDLE_PLATFORM_F16_MINMAX)
+    return __ushort_as_half(CANDLE_PLATFORM_F16_MINMAX(__half_as_ushort(a), __half_as_ushort(b), want_max, propagate_nan));
+#else
+    return candle_minmax_impl(a, b, want_max, propagate_nan);
+#endif
+}
+CANDLE_DI candle_bf16 candle_minmax(candle_bf16 a, candle_bf16 b, bool want_max, bool propagate_nan) {
+#if defined(CANDLE_PLATFORM_BF16_MINMAX)
+    return candle_bf16::from_bits(CANDLE_PLATFORM_BF16_MINMAX(a.bits, b.bits, want_max, propagate_nan));
+#else
+    return candle_minmax_impl(a, b, want_max, propagate_nan);
+#endif
+}
+
+// e^a in float, rounded once. A platform may name its own half exp for the
+// device pass (CANDLE_PLATFORM_F16_EXP(bits) -> bits): its vendor's hexp, which
+// may differ from the float path in the last bit (upstream's kernels call hexp).
+template <typename H> CANDLE_DI H candle_hexp_impl(H a) {
+    return candle_half_traits<H>::from_float(expf(candle_half_traits<H>::to_float(a)));
+}
+CANDLE_DI __half candle_hexp(__half a) {
+#if defined(CANDLE_PLATFORM_F16_EXP)
+    return __ushort_as_half(CANDLE_PLATFORM_F16_EXP(__half_as_ushort(a)));
+#else
+    return candle_hexp_impl(a);
+#endif
+}
+CANDLE_DI candle_bf16 candle_hexp(candle_bf16 a) { return candle_hexp_impl(a); }
+
 // |a| clears the sign bit; a NaN becomes the canonical NaN 0x7FFF, as on
 // NVIDIA GPUs.
 template <typename H> CANDLE_DI H candle_habs_impl(H a) {
@@ -242,16 +277,15 @@ template <typename H> CANDLE_DI H candle_habs_impl(H a) {
 
 #define CANDLE_HALF_HELPERS(H)                                                                                  \
     CANDLE_DI bool candle_hisnan(H a) { return candle_hisnan_impl(a); }                                         \
-    CANDLE_DI H candle_hmax(H a, H b) { return candle_minmax_impl(a, b, true, false); }                         \
-    CANDLE_DI H candle_hmin(H a, H b) { return candle_minmax_impl(a, b, false, false); }                        \
-    CANDLE_DI H candle_hmax_nan(H a, H b) { return candle_minmax_impl(a, b, true, true); }                      \
-    CANDLE_DI H candle_hmin_nan(H a, H b) { return candle_minmax_impl(a, b, false, true); }                     \
+    CANDLE_DI H candle_hmax(H a, H b) { return candle_minmax(a, b, true, false); }                         \
+    CANDLE_DI H candle_hmin(H a, H b) { return candle_minmax(a, b, false, false); }                        \
+    CANDLE_DI H candle_hmax_nan(H a, H b) { return candle_minmax(a, b, true, true); }                      \
+    CANDLE_DI H candle_hmin_nan(H a, H b) { return candle_minmax(a, b, false, true); }                     \
     CANDLE_DI H candle_habs(H a) { return candle_habs_impl(a); }                                                \
     CANDLE_DI H candle_hsqrt(H a) { return candle_half_traits<H>::from_float(sqrtf(candle_half_traits<H>::to_float(a))); } \
     CANDLE_DI H candle_hcos(H a) { return candle_half_traits<H>::from_float(cosf(candle_half_traits<H>::to_float(a))); }   \
     CANDLE_DI H candle_hsin(H a) { return candle_half_traits<H>::from_float(sinf(candle_half_traits<H>::to_float(a))); }   \
-    CANDLE_DI H candle_hlog(H a) { return candle_half_traits<H>::from_float(logf(candle_half_traits<H>::to_float(a))); }   \
-    CANDLE_DI H candle_hexp(H a) { return candle_half_traits<H>::from_float(expf(candle_half_traits<H>::to_float(a))); }
+    CANDLE_DI H candle_hlog(H a) { return candle_half_traits<H>::from_float(logf(candle_half_traits<H>::to_float(a))); }
 
 CANDLE_HALF_HELPERS(__half)
 CANDLE_HALF_HELPERS(candle_bf16)

@@ -156,8 +156,29 @@ static __device__ __forceinline__ unsigned short candle_platform_bf16_fma(unsign
 #define CANDLE_PLATFORM_BF16_ADD(a, b) candle_platform_bf16_fma((a), 0x3F80u, (b))
 #define CANDLE_PLATFORM_BF16_SUB(a, b) candle_platform_bf16_fma((b), 0xBF80u, (a))
 #define CANDLE_PLATFORM_BF16_MUL(a, b) candle_platform_bf16_fma((a), (b), 0x8000u)
+// half and bf16 min/max as one instruction each ({max,min}{,.NaN}.{f16,bf16},
+// what CUDA's __hmax/__hmin/__hmax_nan/__hmin_nan give upstream's kernels);
+// same bits as the portable code (NaN -> 0x7FFF, +0 above -0).
+static __device__ __forceinline__ unsigned short candle_platform_f16_minmax(unsigned short a, unsigned short b, bool want_max, bool propagate_nan) {
+    const __half x = __ushort_as_half(a), y = __ushort_as_half(b);
+    return __half_as_ushort(want_max ? (propagate_nan ? __hmax_nan(x, y) : __hmax(x, y))
+                                     : (propagate_nan ? __hmin_nan(x, y) : __hmin(x, y)));
+}
+static __device__ __forceinline__ unsigned short candle_platform_bf16_minmax(unsigned short a, unsigned short b, bool want_max, bool propagate_nan) {
+    unsigned short d;
+    if (want_max && propagate_nan) asm("max.NaN.bf16 %0, %1, %2;" : "=h"(d) : "h"(a), "h"(b));
+    else if (want_max) asm("max.bf16 %0, %1, %2;" : "=h"(d) : "h"(a), "h"(b));
+    else if (propagate_nan) asm("min.NaN.bf16 %0, %1, %2;" : "=h"(d) : "h"(a), "h"(b));
+    else asm("min.bf16 %0, %1, %2;" : "=h"(d) : "h"(a), "h"(b));
+    return d;
+}
+#define CANDLE_PLATFORM_F16_MINMAX(a, b, want_max, propagate_nan) candle_platform_f16_minmax((a), (b), (want_max), (propagate_nan))
+#define CANDLE_PLATFORM_BF16_MINMAX(a, b, want_max, propagate_nan) candle_platform_bf16_minmax((a), (b), (want_max), (propagate_nan))
 #endif
 #if defined(__CUDA_ARCH__)
+// CUDA's own hexp for half, as upstream's kernels call it (it may differ from
+// the portable float path in the last bit: the vendor's half exp on each side).
+#define CANDLE_PLATFORM_F16_EXP(a) __half_as_ushort(hexp(__ushort_as_half(a)))
 #define CANDLE_PLATFORM_VSUB4(a, b) __vsub4(a, b)
 #define CANDLE_PLATFORM_VSUBSS4(a, b) __vsubss4(a, b)
 #define CANDLE_PLATFORM_VCMPNE4(a, b) __vcmpne4(a, b)
