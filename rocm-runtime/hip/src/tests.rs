@@ -24,9 +24,56 @@ pub(crate) fn fake_stream() -> Arc<HipStream> {
     Arc::new(HipStream { stream: std::ptr::null_mut(), ctx })
 }
 
+/// A function of a module never loaded: `std::mem::forget` it, so that Drop does not unload it.
+pub(crate) fn fake_function(stream: &Arc<HipStream>) -> HipFunction {
+    let module = Arc::new(HipModule {
+        module: std::ptr::null_mut(),
+        ctx: stream.ctx.clone(),
+        _image: Box::new([]),
+        functions: Default::default(),
+    });
+    HipFunction { function: std::ptr::null_mut(), module }
+}
+
 /// A slice at device address 0, which `Drop` never frees.
 pub(crate) fn fake_slice<T>(len: usize, stream: &Arc<HipStream>) -> HipSlice<T> {
-    HipSlice { ptr: 0, len, read: None, write: None, stream: stream.clone(), marker: PhantomData }
+    let tracked = stream.ctx.is_event_tracking();
+    HipSlice {
+        ptr: 0,
+        len,
+        read: BufferEvent::new(tracked),
+        write: BufferEvent::new(tracked),
+        stream: stream.clone(),
+        marker: PhantomData,
+    }
+}
+
+#[test]
+fn buffer_events_are_made_on_first_record_only() {
+    let stream = fake_stream();
+    // a second stream exists: uses of buffers are ordered by their events
+    stream.ctx.num_streams.store(1, std::sync::atomic::Ordering::Relaxed);
+    assert!(stream.ctx.is_managing_stream_synchronization());
+    let func = fake_function(&stream);
+    let mut out = fake_slice::<f32>(8, &stream);
+    let inp = fake_slice::<f32>(8, &stream);
+    let view = inp.slice(3..);
+    let mut b = stream.launch_builder(&func);
+    b.arg(&view).arg(&mut out);
+    // the read waits for the input's last write and records its read; the write waits
+    // for the output's reads and writes and records its write
+    assert_eq!((b.waits.len(), b.records.len()), (3, 2));
+    // no use was recorded yet: no event exists, and waiting on one reaches no HIP call
+    // (the fake stream is null; a hipStreamWaitEvent on it would fail)
+    assert!(b.waits.iter().chain(b.records.iter()).all(|e| !e.is_created()));
+    for event in b.waits.iter() {
+        event.wait_on(&stream).unwrap();
+    }
+    drop(b);
+    // Drop waits on the buffers' events with several streams: none exist, no HIP call
+    drop(view);
+    drop((out, inp));
+    std::mem::forget(func);
 }
 
 #[test]
@@ -100,13 +147,7 @@ fn functions_are_looked_up_once() {
 #[test]
 fn kernel_arguments_point_at_values() {
     let stream = fake_stream();
-    let module = Arc::new(HipModule {
-        module: std::ptr::null_mut(),
-        ctx: stream.ctx.clone(),
-        _image: Box::new([]),
-        functions: Default::default(),
-    });
-    let func = HipFunction { function: std::ptr::null_mut(), module };
+    let func = fake_function(&stream);
     let mut out = fake_slice::<f32>(8, &stream);
     let inp = fake_slice::<f32>(8, &stream);
     let view = inp.slice(3..);
@@ -291,6 +332,24 @@ mod gpu {
             assert_eq!(stream.capture_status().unwrap(), sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
             stream.synchronize().unwrap();
         }
+        ctx.check_err().unwrap();
+    }
+
+    #[test]
+    fn buffer_events_order_streams_once_used() {
+        let Some(ctx) = device() else { return };
+        let first = ctx.default_stream();
+        let host: Vec<u32> = (0..1 << 20).collect();
+        let dev = first.clone_htod(&host).unwrap();
+        assert!(!dev.read.is_created() && !dev.write.is_created(), "one stream: no events made");
+        // a second stream: uses of buffers are now ordered by their events
+        let second = ctx.new_stream().unwrap();
+        let mut copy = second.alloc_zeros::<u32>(host.len()).unwrap();
+        second.memcpy_dtod(&dev, &mut copy).unwrap();
+        assert!(dev.read.is_created() && copy.write.is_created() && !dev.write.is_created());
+        // the first stream waits for the copy's write on the second
+        assert_eq!(first.clone_dtoh(&copy).unwrap(), host);
+        drop((dev, copy));
         ctx.check_err().unwrap();
     }
 

@@ -200,6 +200,43 @@ impl HipEvent {
     }
 }
 
+/// A buffer's read or write event (cudarc's `CudaSlice::read` / `write`). cudarc creates
+/// both with every buffer while event tracking is on; here the event is made the first
+/// time a use of the buffer is recorded, which happens only with several streams. An
+/// event never recorded orders nothing, so a missing one is nothing to wait for: the
+/// ordering is cudarc's, without two `hipEventCreate` and two `hipEventDestroy` per
+/// buffer on one stream.
+#[derive(Debug)]
+pub struct BufferEvent {
+    /// Event tracking was on when the buffer was made (cudarc gives it events then only).
+    tracked: bool,
+    event: OnceLock<HipEvent>,
+}
+
+impl BufferEvent {
+    pub(crate) fn new(tracked: bool) -> Self { BufferEvent { tracked, event: OnceLock::new() } }
+    /// Makes `stream` wait for the last recorded use, if there was one.
+    pub(crate) fn wait_on(&self, stream: &HipStream) -> Result<(), HipError> {
+        self.event.get().map_or(Ok(()), |event| stream.wait(event))
+    }
+    /// Records a use on `stream`, creating the event the first time.
+    pub(crate) fn record(&self, stream: &HipStream) -> Result<(), HipError> {
+        if !self.tracked {
+            return Ok(());
+        }
+        let event = match self.event.get() {
+            Some(event) => event,
+            None => {
+                let event = stream.ctx.new_event(None)?;
+                self.event.get_or_init(move || event)
+            }
+        };
+        event.record(stream)
+    }
+    /// Whether an event exists (a use was recorded).
+    pub fn is_created(&self) -> bool { self.event.get().is_some() }
+}
+
 /// A HIP stream. Streams made by [`HipContext::new_stream`] are destroyed on drop.
 #[derive(Debug, PartialEq, Eq)]
 pub struct HipStream {

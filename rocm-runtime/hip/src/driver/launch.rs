@@ -1,5 +1,5 @@
 //! Kernel launches: [`LaunchConfig`] and the [`LaunchArgs`] builder.
-use super::context::{HipEvent, HipStream};
+use super::context::{BufferEvent, HipEvent, HipStream};
 use super::module::HipFunction;
 use super::result::{check, HipError};
 use super::slice::{DeviceRepr, HipSlice, HipView, HipViewMut};
@@ -53,8 +53,8 @@ impl LaunchConfig {
 pub struct LaunchArgs<'a> {
     pub(crate) stream: &'a HipStream,
     pub(crate) func: &'a HipFunction,
-    pub(crate) waits: Vec<&'a HipEvent>,
-    pub(crate) records: Vec<&'a HipEvent>,
+    pub(crate) waits: Vec<&'a BufferEvent>,
+    pub(crate) records: Vec<&'a BufferEvent>,
     pub(crate) args: Vec<*mut c_void>,
     pub(crate) flags: Option<sys::CUevent_flags>,
 }
@@ -87,18 +87,17 @@ impl<'a> LaunchArgs<'a> {
     fn push_buffer(
         &mut self,
         ptr: &'a sys::CUdeviceptr,
-        read: &'a Option<HipEvent>,
-        write: &'a Option<HipEvent>,
+        read: &'a BufferEvent,
+        write: &'a BufferEvent,
         mutable: bool,
     ) -> &mut Self {
         if self.stream.ctx.is_managing_stream_synchronization() {
             if mutable {
-                self.waits.extend(read.iter());
-                self.waits.extend(write.iter());
-                self.records.extend(write.iter());
+                self.waits.extend([read, write]);
+                self.records.push(write);
             } else {
-                self.waits.extend(write.iter());
-                self.records.extend(read.iter());
+                self.waits.push(write);
+                self.records.push(read);
             }
         }
         self.args.push(ptr as *const sys::CUdeviceptr as *mut c_void);
@@ -145,7 +144,7 @@ impl LaunchArgs<'_> {
     pub unsafe fn launch(&mut self, cfg: LaunchConfig) -> Result<Option<(HipEvent, HipEvent)>, HipError> {
         self.stream.ctx.bind_to_thread()?;
         for event in self.waits.iter() {
-            self.stream.wait(event)?;
+            event.wait_on(self.stream)?;
         }
         let start = self.flags.map(|f| self.stream.record_event(Some(f))).transpose()?;
         let (g, b) = (cfg.grid_dim, cfg.block_dim);

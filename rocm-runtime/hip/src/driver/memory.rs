@@ -7,7 +7,7 @@
 //!   finished reading the host buffer when it returns, and a device-to-host copy must
 //!   be complete before the caller reads the data (CUDA guarantees both).
 //! * Zero-length buffers are never passed to HIP (null pointer, no allocation).
-use super::context::HipStream;
+use super::context::{BufferEvent, HipStream};
 use super::result::{check, HipError};
 use super::slice::{DevicePtr, DevicePtrMut, DeviceRepr, HipSlice, HostSlice, ValidAsZeroBits};
 use super::sys::hip;
@@ -33,20 +33,15 @@ impl HipStream {
                 hip::hipMalloc(&mut ptr, bytes)
             })?;
         }
-        let mut slice = HipSlice {
+        let tracked = self.ctx.is_event_tracking();
+        Ok(HipSlice {
             ptr: ptr as u64,
             len,
-            read: None,
-            write: None,
+            read: BufferEvent::new(tracked),
+            write: BufferEvent::new(tracked),
             stream: self.clone(),
             marker: PhantomData,
-        };
-        if self.ctx.is_event_tracking() {
-            // On error `slice` is dropped, which frees the memory.
-            slice.read = Some(self.ctx.new_event(None)?);
-            slice.write = Some(self.ctx.new_event(None)?);
-        }
-        Ok(slice)
+        })
     }
 
     /// Allocates `len` zeroed elements.

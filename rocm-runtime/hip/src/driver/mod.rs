@@ -7,7 +7,7 @@ mod slice;
 pub mod result;
 pub mod sys;
 
-pub use context::{HipContext, HipEvent, HipStream};
+pub use context::{BufferEvent, HipContext, HipEvent, HipStream};
 pub use launch::{LaunchArgs, LaunchConfig, PushKernelArg};
 pub use module::{CodeObject, HipFunction, HipModule};
 pub use result::HipError;

@@ -1,6 +1,6 @@
 //! Device buffers and views (cudarc's `CudaSlice`, `CudaView`, `CudaViewMut`) and the
 //! traits the generated code is generic over.
-use super::context::{HipContext, HipEvent, HipStream};
+use super::context::{BufferEvent, HipContext, HipStream};
 use super::result::{check, HipError};
 use super::sys::{self, hip};
 use std::marker::PhantomData;
@@ -33,14 +33,14 @@ unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
 unsafe impl<T: ValidAsZeroBits, const N: usize> ValidAsZeroBits for [T; N] {}
 
 /// An owned device buffer of `len` elements of `T`, freed (stream-ordered when the
-/// device supports it) on drop. Carries a read and a write event when event tracking
-/// is on, used for cross-stream ordering as in cudarc.
+/// device supports it) on drop. Carries a read and a write event, used for cross-stream
+/// ordering as in cudarc (made on first use, see [`BufferEvent`]).
 #[derive(Debug)]
 pub struct HipSlice<T> {
     pub(crate) ptr: sys::CUdeviceptr,
     pub(crate) len: usize,
-    pub(crate) read: Option<HipEvent>,
-    pub(crate) write: Option<HipEvent>,
+    pub(crate) read: BufferEvent,
+    pub(crate) write: BufferEvent,
     pub(crate) stream: Arc<HipStream>,
     pub(crate) marker: PhantomData<*const T>,
 }
@@ -52,8 +52,8 @@ impl<T> Drop for HipSlice<T> {
         let (ctx, stream) = (&self.stream.ctx, &self.stream);
         // other streams' pending uses of the buffer: only tracked with several streams (as in cudarc)
         if ctx.is_managing_stream_synchronization() {
-            for event in self.read.iter().chain(self.write.iter()) {
-                ctx.record_err(stream.wait(event));
+            for event in [&self.read, &self.write] {
+                ctx.record_err(event.wait_on(stream));
             }
         }
         if self.ptr == 0 {
@@ -76,8 +76,8 @@ impl<T> Drop for HipSlice<T> {
 pub struct HipView<'a, T> {
     pub(crate) ptr: sys::CUdeviceptr,
     pub(crate) len: usize,
-    pub(crate) read: &'a Option<HipEvent>,
-    pub(crate) write: &'a Option<HipEvent>,
+    pub(crate) read: &'a BufferEvent,
+    pub(crate) write: &'a BufferEvent,
     pub(crate) stream: &'a Arc<HipStream>,
     pub(crate) marker: PhantomData<&'a [T]>,
 }
@@ -87,8 +87,8 @@ pub struct HipView<'a, T> {
 pub struct HipViewMut<'a, T> {
     pub(crate) ptr: sys::CUdeviceptr,
     pub(crate) len: usize,
-    pub(crate) read: &'a Option<HipEvent>,
-    pub(crate) write: &'a Option<HipEvent>,
+    pub(crate) read: &'a BufferEvent,
+    pub(crate) write: &'a BufferEvent,
     pub(crate) stream: &'a Arc<HipStream>,
     pub(crate) marker: PhantomData<&'a mut [T]>,
 }
@@ -219,7 +219,14 @@ impl<T: DeviceRepr> Clone for HipSlice<T> {
             Ok(s) => s,
             Err(e) => {
                 self.stream.ctx.record_err::<()>(Err(e));
-                HipSlice { ptr: 0, len: 0, read: None, write: None, stream: self.stream.clone(), marker: PhantomData }
+                HipSlice {
+                    ptr: 0,
+                    len: 0,
+                    read: BufferEvent::new(false),
+                    write: BufferEvent::new(false),
+                    stream: self.stream.clone(),
+                    marker: PhantomData,
+                }
             }
         }
     }
@@ -238,13 +245,13 @@ pub trait DeviceSlice<T> {
 #[derive(Debug)]
 #[must_use]
 pub enum SyncOnDrop<'a> {
-    Record(Option<(&'a HipEvent, &'a HipStream)>),
+    Record(Option<(&'a BufferEvent, &'a HipStream)>),
     Sync(Option<&'a HipStream>),
 }
 
 impl<'a> SyncOnDrop<'a> {
-    pub fn record_event(event: &'a Option<HipEvent>, stream: &'a HipStream) -> Self {
-        SyncOnDrop::Record(event.as_ref().map(|e| (e, stream)))
+    pub fn record_event(event: &'a BufferEvent, stream: &'a HipStream) -> Self {
+        SyncOnDrop::Record(Some((event, stream)))
     }
     pub fn sync_stream(stream: &'a HipStream) -> Self { SyncOnDrop::Sync(Some(stream)) }
 }
@@ -279,10 +286,10 @@ pub trait DevicePtrMut<T>: DeviceSlice<T> {
 
 /// Makes `stream` wait for the given events when the context manages cross-stream
 /// synchronization.
-fn wait_for(owner: &HipStream, stream: &HipStream, events: &[&Option<HipEvent>]) {
+fn wait_for(owner: &HipStream, stream: &HipStream, events: &[&BufferEvent]) {
     if owner.ctx.is_managing_stream_synchronization() {
-        for event in events.iter().filter_map(|e| e.as_ref()) {
-            stream.ctx.record_err(stream.wait(event));
+        for event in events {
+            stream.ctx.record_err(event.wait_on(stream));
         }
     }
 }
