@@ -139,7 +139,10 @@ echo "   for gfx90a and gfx1030 and archived by candle-rocm-build, linked into i
 cargo xtask port-crate --src tests/user-ffi-rotary --out target/ported/user-ffi-rotary --candle generated
 CANDLE_ROCM_ARCHS=gfx90a,gfx1030 SKIP_BINDGEN=1 CANDLE_ROCM_KERNELS_CACHE="$PWD/target/gpu-bundle/kernels-cache" \
   cargo build --manifest-path target/ported/user-ffi-rotary/Cargo.toml --features rocm --target-dir "$gen_target"
-nm "$gen_target/debug/user-ffi-rotary-check" | grep -q ' T run_rotary_bf16$' || { echo "error: the check binary has no run_rotary_bf16"; exit 1; }
+# nm's whole output first: `nm | grep -q` under pipefail fails when grep exits on its match before nm
+# has written everything (SIGPIPE), which is what made this step fail at random
+rotary_symbols=$(nm "$gen_target/debug/user-ffi-rotary-check")
+grep -q ' T run_rotary_bf16$' <<<"$rotary_symbols" || { echo "error: the check binary has no run_rotary_bf16"; exit 1; }
 prune "$gen_target"
 
 step ""
