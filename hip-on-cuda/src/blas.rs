@@ -2,16 +2,19 @@
 //! current device, host pointer mode by default as in rocBLAS), and
 //! `rocblas_gemm_strided_batched_ex` is `cublasGemmStridedBatchedEx`. Both
 //! libraries are column-major with the same m, n, k, lda, ... and strides in
-//! elements, so the call maps argument for argument.
+//! elements, so the call maps argument for argument. rocBLAS's XF32 math mode is
+//! cuBLAS's `CUBLAS_TF32_TENSOR_OP_MATH` on the handle, and an f32 gemm on a
+//! handle in that mode computes with `CUBLAS_COMPUTE_32F_FAST_TF32`, as rocBLAS
+//! takes xf32 for f32 compute of f32 operands on CDNA3.
 use crate::context::current;
 use crate::status::{
     rocblas_from_cublas, rocblas_status, rocblas_status_internal_error,
-    rocblas_status_invalid_handle, rocblas_status_invalid_value, rocblas_status_not_implemented,
-    rocblas_status_success,
+    rocblas_status_invalid_handle, rocblas_status_invalid_pointer, rocblas_status_invalid_value,
+    rocblas_status_not_implemented, rocblas_status_success,
 };
 use crate::{catch, lookup};
 use cudarc::cublas::sys::{
-    self as cublas, cublasComputeType_t as CT, cublasGemmAlgo_t, cublasHandle_t,
+    self as cublas, cublasComputeType_t as CT, cublasGemmAlgo_t, cublasHandle_t, cublasMath_t as MM,
     cublasOperation_t as Op, cublasPointerMode_t as PM, cudaDataType_t as DT,
 };
 use cudarc::driver::sys::CUstream;
@@ -29,7 +32,7 @@ abi_table! {
 
 abi_table! {
     /// Compute types (`rocblas_datatype`) → `cublasComputeType_t`. f32 is
-    /// `CUBLAS_COMPUTE_32F`, never a TF32 variant (rocBLAS computes in full f32).
+    /// `CUBLAS_COMPUTE_32F`, and TF32 only in the handle's XF32 math mode.
     COMPUTE_TYPES: CT, compute_types_vs_rocm_rs, rocblas::ffi::rocblas_datatype__;
     rocblas_datatype_f16_r = 150 => CT::CUBLAS_COMPUTE_16F,
     rocblas_datatype_f32_r = 151 => CT::CUBLAS_COMPUTE_32F,
@@ -44,15 +47,28 @@ abi_table! {
 }
 
 abi_table! {
+    /// Math modes (`rocblas_math_mode`) → `cublasMath_t`: the only two modes the
+    /// handle is ever set to, so reading it back gives one of them.
+    MATH_MODES: MM, math_modes_vs_rocm_rs, rocblas::ffi::rocblas_math_mode__;
+    rocblas_default_math = 0 => MM::CUBLAS_DEFAULT_MATH,
+    rocblas_xf32_xdl_math_op = 1 => MM::CUBLAS_TF32_TENSOR_OP_MATH,
+}
+
+abi_table! {
     POINTER_MODES: PM, pointer_modes_vs_rocm_rs, rocblas::ffi::rocblas_pointer_mode__;
     rocblas_pointer_mode_host = 0 => PM::CUBLAS_POINTER_MODE_HOST,
     rocblas_pointer_mode_device = 1 => PM::CUBLAS_POINTER_MODE_DEVICE,
 }
 
-/// `rocblas_gemm_algo_standard` and `rocblas_gemm_flags_none`: the only algorithm
-/// and flags accepted.
+/// `rocblas_gemm_algo_standard`, the only algorithm accepted, and the flags
+/// accepted: none, or `rocblas_gemm_flags_fp16_alt_impl`, which changes nothing
+/// here (it is for gfx90a's f16 matrix instructions, which flush subnormals;
+/// NVIDIA's keep them, and rocBLAS ignores the flag on other AMD arches too).
 pub const rocblas_gemm_algo_standard: u32 = 0;
 pub const rocblas_gemm_flags_none: u32 = 0;
+pub const rocblas_gemm_flags_fp16_alt_impl: u32 = 0x4;
+/// The math mode in which f32 gemms take TF32.
+pub const rocblas_xf32_xdl_math_op: u32 = 1;
 
 /// Body of a rocBLAS function: a panic is `rocblas_status_internal_error`.
 fn blas_call(f: impl FnOnce() -> Result<(), rocblas_status>) -> rocblas_status {
@@ -119,6 +135,32 @@ pub unsafe extern "C" fn rocblas_set_pointer_mode(
     })
 }
 
+#[no_mangle]
+pub unsafe extern "C" fn rocblas_set_math_mode(handle: cublasHandle_t, mode: u32) -> rocblas_status {
+    blas_call(|| {
+        let mode = lookup(MATH_MODES, mode).ok_or(rocblas_status_invalid_value)?;
+        check(cublas::cublasSetMathMode(handle_of(handle)?, mode))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn rocblas_get_math_mode(handle: cublasHandle_t, mode: *mut u32) -> rocblas_status {
+    blas_call(|| {
+        if mode.is_null() {
+            return Err(rocblas_status_invalid_pointer);
+        }
+        *mode = rocblas_math_mode_of(handle_of(handle)?)?;
+        Ok(())
+    })
+}
+
+/// The handle's math mode as `rocblas_math_mode`.
+unsafe fn rocblas_math_mode_of(handle: cublasHandle_t) -> Result<u32, rocblas_status> {
+    let mut mode = MM::CUBLAS_DEFAULT_MATH;
+    check(cublas::cublasGetMathMode(handle, &mut mode))?;
+    MATH_MODES.iter().find(|(_, m)| *m == mode).map(|&(r, _)| r).ok_or(rocblas_status_internal_error)
+}
+
 /// `D = alpha op(A) op(B) + beta C` for `batch_count` matrices. cuBLAS updates C
 /// in place, so only `c == d` with the same type, leading dimension and stride
 /// is accepted (what `candle-rocm-hip` passes); otherwise, and for any other
@@ -135,12 +177,18 @@ pub unsafe extern "C" fn rocblas_gemm_strided_batched_ex(
     blas_call(|| {
         let handle = handle_of(handle)?;
         let same_cd = std::ptr::eq(c, d) && c_type == d_type && ldc == ldd && stride_c == stride_d;
-        if !same_cd || algo != rocblas_gemm_algo_standard || flags != rocblas_gemm_flags_none {
+        let known_flags = [rocblas_gemm_flags_none, rocblas_gemm_flags_fp16_alt_impl];
+        if !same_cd || algo != rocblas_gemm_algo_standard || !known_flags.contains(&flags) {
             return Err(rocblas_status_not_implemented);
         }
         let op = |t| lookup(OPERATIONS, t).ok_or(rocblas_status_invalid_value);
         let ty = |t| lookup(DATATYPES, t).ok_or(rocblas_status_not_implemented);
-        let compute = lookup(COMPUTE_TYPES, compute_type).ok_or(rocblas_status_not_implemented)?;
+        let compute = match lookup(COMPUTE_TYPES, compute_type).ok_or(rocblas_status_not_implemented)? {
+            CT::CUBLAS_COMPUTE_32F if ty(a_type)? == DT::CUDA_R_32F && rocblas_math_mode_of(handle)? == rocblas_xf32_xdl_math_op => {
+                CT::CUBLAS_COMPUTE_32F_FAST_TF32
+            }
+            c => c,
+        };
         check(cublas::cublasGemmStridedBatchedEx(
             handle,
             op(trans_a)?,

@@ -22,6 +22,7 @@ fn abi_values_equal_rocm_rs() {
     assert_same("rocblas_datatype (compute)", blas::compute_types_vs_rocm_rs());
     assert_same("rocblas_operation", blas::operations_vs_rocm_rs());
     assert_same("rocblas_pointer_mode", blas::pointer_modes_vs_rocm_rs());
+    assert_same("rocblas_math_mode", blas::math_modes_vs_rocm_rs());
     assert_same("rocrand_rng_type", rand::rng_types_vs_rocm_rs());
 }
 
@@ -50,6 +51,8 @@ fn scalar_constants_equal_rocm_rs_and_cuda() {
     assert_eq!(hip::hipStreamCaptureStatus_hipStreamCaptureStatusInvalidated, invalidated);
     assert_eq!(blas::rocblas_gemm_algo_standard, rb::rocblas_gemm_algo__rocblas_gemm_algo_standard);
     assert_eq!(blas::rocblas_gemm_flags_none, rb::rocblas_gemm_flags__rocblas_gemm_flags_none);
+    assert_eq!(blas::rocblas_gemm_flags_fp16_alt_impl, rb::rocblas_gemm_flags__rocblas_gemm_flags_fp16_alt_impl);
+    assert_eq!(blas::rocblas_xf32_xdl_math_op, rb::rocblas_math_mode__rocblas_xf32_xdl_math_op);
     let rocblas = [
         (rocblas_status_success, rb::rocblas_status__rocblas_status_success),
         (rocblas_status_invalid_handle, rb::rocblas_status__rocblas_status_invalid_handle),

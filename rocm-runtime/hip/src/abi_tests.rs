@@ -80,7 +80,7 @@ fn hip6_values() -> Vec<(String, i64)> {
 }
 
 fn rocblas_values() -> Vec<(String, i64)> {
-    use blas::{rocblas_datatype as d, rocblas_gemm_algo as g, rocblas_operation as o, rocmDataType_t as r};
+    use blas::{rocblas_datatype as d, rocblas_gemm_algo as g, rocblas_math_mode as m, rocblas_operation as o, rocmDataType_t as r};
     let mut v: Vec<(String, i64)> = [
         ("rocblas_operation_none", o::rocblas_operation_none as i64),
         ("rocblas_operation_transpose", o::rocblas_operation_transpose as i64),
@@ -103,6 +103,11 @@ fn rocblas_values() -> Vec<(String, i64)> {
         ("rocblas_datatype_bf16_r", r::ROCM_R_16BF as i64),
         ("rocblas_gemm_algo_standard", g::rocblas_gemm_algo_standard as i64),
         ("rocblas_gemm_algo_solution_index", g::rocblas_gemm_algo_solution_index as i64),
+        ("rocblas_default_math", m::rocblas_default_math as i64),
+        ("rocblas_xf32_xdl_math_op", m::rocblas_xf32_xdl_math_op as i64),
+        ("rocblas_gemm_flags_none", blas::rocblas_gemm_flags_none as i64),
+        ("rocblas_gemm_flags_fp16_alt_impl", blas::rocblas_gemm_flags_fp16_alt_impl as i64),
+        ("sizeof(rocblas_math_mode)", size_of::<u32>() as i64),
         ("sizeof(rocblas_int)", size_of::<blas::rocblas_int>() as i64),
         ("sizeof(rocblas_stride)", size_of::<blas::rocblas_stride>() as i64),
         ("sizeof(rocblas_status)", size_of::<blas::rocblas_status>() as i64),

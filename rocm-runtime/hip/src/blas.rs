@@ -9,7 +9,7 @@ use std::ffi::{c_int, c_longlong, c_void};
 use std::sync::Arc;
 
 /// rocBLAS C types and enums, under their C names.
-#[allow(non_camel_case_types)]
+#[allow(non_camel_case_types, non_upper_case_globals)]
 pub mod sys {
     use super::c_void;
     use crate::driver::sys::CUstream;
@@ -69,10 +69,59 @@ pub mod sys {
         rocblas_gemm_algo_solution_index = 1,
     }
 
+    /// `rocblas_math_mode`, a handle-wide setting: XF32 takes the xf32 matrix
+    /// instructions for f32 compute where rocBLAS has them (CDNA3); elsewhere
+    /// `rocblas_set_math_mode` keeps the default and returns success.
+    #[repr(u32)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum rocblas_math_mode {
+        rocblas_default_math = 0,
+        rocblas_xf32_xdl_math_op = 1,
+    }
+
+    /// The `rocblas_gemm_flags` this crate passes.
+    pub const rocblas_gemm_flags_none: u32 = 0;
+    /// MI200 (gfx90a) only: f16 HPA gemms through bf16 matrix instructions, so
+    /// f16 subnormals are not flushed to zero (less accurate otherwise).
+    pub const rocblas_gemm_flags_fp16_alt_impl: u32 = 0x4;
+
+    /// A gemm's compute type, under the renamed name of cuBLAS's
+    /// `cublasComputeType_t` (`CUBLAS_COMPUTE_32F` → `ROCBLAS_COMPUTE_32F`). Not a
+    /// rocBLAS C type: rocBLAS takes the compute `rocblas_datatype` per call and
+    /// reduced-precision f32 (cuBLAS's `CUBLAS_COMPUTE_32F_FAST_TF32`) as the
+    /// handle's math mode; this is both.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum rocblasComputeType_t {
+        ROCBLAS_COMPUTE_16F,
+        ROCBLAS_COMPUTE_32F,
+        ROCBLAS_COMPUTE_32F_FAST_XF32,
+        ROCBLAS_COMPUTE_64F,
+    }
+
+    impl rocblasComputeType_t {
+        /// The compute type argument of the `_ex` functions.
+        pub fn datatype(self) -> rocblas_datatype {
+            match self {
+                Self::ROCBLAS_COMPUTE_16F => rocblas_datatype::rocblas_datatype_f16_r,
+                Self::ROCBLAS_COMPUTE_32F | Self::ROCBLAS_COMPUTE_32F_FAST_XF32 => rocblas_datatype::rocblas_datatype_f32_r,
+                Self::ROCBLAS_COMPUTE_64F => rocblas_datatype::rocblas_datatype_f64_r,
+            }
+        }
+        /// The math mode the handle must have during the call.
+        pub fn math_mode(self) -> rocblas_math_mode {
+            match self {
+                Self::ROCBLAS_COMPUTE_32F_FAST_XF32 => rocblas_math_mode::rocblas_xf32_xdl_math_op,
+                _ => rocblas_math_mode::rocblas_default_math,
+            }
+        }
+    }
+
     unlinked_ffi! { candle_rocm_rocblas, super::result::ROCBLAS_STATUS_NOT_LINKED;
         pub fn rocblas_create_handle(handle: *mut rocblas_handle) -> rocblas_status;
         pub fn rocblas_destroy_handle(handle: rocblas_handle) -> rocblas_status;
         pub fn rocblas_set_stream(handle: rocblas_handle, stream: CUstream) -> rocblas_status;
+        pub fn rocblas_set_math_mode(handle: rocblas_handle, mode: u32) -> rocblas_status;
+        pub fn rocblas_get_math_mode(handle: rocblas_handle, mode: *mut u32) -> rocblas_status;
         pub fn rocblas_gemm_strided_batched_ex(handle: rocblas_handle, trans_a: u32, trans_b: u32,
             m: rocblas_int, n: rocblas_int, k: rocblas_int, alpha: *const c_void,
             a: *const c_void, a_type: u32, lda: rocblas_int, stride_a: rocblas_stride,
@@ -92,6 +141,10 @@ pub mod result {
     /// Returned by every call when rocBLAS was not linked at build time (not a
     /// rocBLAS status value).
     pub const ROCBLAS_STATUS_NOT_LINKED: sys::rocblas_status = 0xFFFF_0001;
+    /// Returned by f16 gemms when `CANDLE_ROCM_FP16_ALT_IMPL` is neither `0` nor `1`
+    /// (not a rocBLAS status value).
+    pub const ROCBLAS_STATUS_BAD_FP16_ALT_IMPL: sys::rocblas_status = 0xFFFF_0002;
+    const FP16_ALT_IMPL_VAR: &str = "CANDLE_ROCM_FP16_ALT_IMPL";
 
     /// A rocBLAS status other than `rocblas_status_success`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -110,6 +163,7 @@ pub mod result {
         pub fn name(&self) -> String {
             match self.0 {
                 ROCBLAS_STATUS_NOT_LINKED => "rocblas_library_not_linked".into(),
+                ROCBLAS_STATUS_BAD_FP16_ALT_IMPL => "candle_rocm_fp16_alt_impl_invalid".into(),
                 s => format!("rocblas_status_{}", NAMES.get(s as usize).unwrap_or(&"unknown")),
             }
         }
@@ -120,6 +174,11 @@ pub mod result {
             write!(f, "rocBLAS error {} ({})", self.name(), self.0)?;
             if self.0 == ROCBLAS_STATUS_NOT_LINKED {
                 write!(f, ": rocBLAS was not found when building candle-rocm-hip (set CANDLE_ROCM_LINK_ROCBLAS=1 or ROCM_PATH)")?;
+            }
+            if self.0 == ROCBLAS_STATUS_BAD_FP16_ALT_IMPL {
+                let value = std::env::var_os(FP16_ALT_IMPL_VAR).unwrap_or_default();
+                write!(f, ": {FP16_ALT_IMPL_VAR}={value:?} is neither 1 (f16 gemms take rocBLAS's fp16_alt_impl, \
+                    gfx90a's kernels that keep f16 subnormals) nor 0 (the default)")?;
             }
             Ok(())
         }
@@ -146,7 +205,53 @@ pub mod result {
         check(sys::rocblas_set_stream(handle, stream))
     }
 
-    /// `rocblas_gemm_strided_batched_ex` with `C` updated in place (`D = C`).
+    /// # Safety
+    /// `handle` must be valid.
+    pub unsafe fn set_math_mode(handle: sys::rocblas_handle, mode: sys::rocblas_math_mode) -> Result<(), RocblasError> {
+        check(sys::rocblas_set_math_mode(handle, mode as u32))
+    }
+    /// The handle's math mode: the default where rocBLAS did not take a requested
+    /// XF32 (an arch without it).
+    ///
+    /// # Safety
+    /// `handle` must be valid.
+    pub unsafe fn get_math_mode(handle: sys::rocblas_handle) -> Result<sys::rocblas_math_mode, RocblasError> {
+        let mut mode = 0u32;
+        check(sys::rocblas_get_math_mode(handle, &mut mode))?;
+        Ok(match mode {
+            0 => sys::rocblas_math_mode::rocblas_default_math,
+            _ => sys::rocblas_math_mode::rocblas_xf32_xdl_math_op,
+        })
+    }
+
+    /// `CANDLE_ROCM_FP16_ALT_IMPL=1`: f16 gemms pass `rocblas_gemm_flags_fp16_alt_impl`
+    /// (read once; unset or `0`: not, as rocBLAS's default). Any other value fails
+    /// every f16 gemm with [`ROCBLAS_STATUS_BAD_FP16_ALT_IMPL`].
+    pub fn fp16_alt_impl() -> Result<bool, RocblasError> {
+        static ALT: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+        ALT.get_or_init(|| parse_fp16_alt_impl(std::env::var(FP16_ALT_IMPL_VAR).ok().as_deref()))
+            .ok_or(RocblasError(ROCBLAS_STATUS_BAD_FP16_ALT_IMPL))
+    }
+
+    /// The variable's value as [`fp16_alt_impl`] reads it; `None` if malformed.
+    pub(crate) fn parse_fp16_alt_impl(value: Option<&str>) -> Option<bool> {
+        match value {
+            None | Some("0") => Some(false),
+            Some("1") => Some(true),
+            Some(_) => None,
+        }
+    }
+
+    /// The gemm flags for operands of type `a_type`.
+    fn gemm_flags(a_type: sys::rocmDataType_t) -> Result<u32, RocblasError> {
+        let alt = a_type == sys::rocmDataType_t::ROCM_R_16F && fp16_alt_impl()?;
+        Ok(if alt { sys::rocblas_gemm_flags_fp16_alt_impl } else { sys::rocblas_gemm_flags_none })
+    }
+
+    /// `rocblas_gemm_strided_batched_ex` with `C` updated in place (`D = C`). A
+    /// compute type with a math mode (XF32) sets it on the handle for this call
+    /// only and restores the default after, also when the gemm fails; concurrent
+    /// f32 gemms on the same handle from other threads see it meanwhile.
     ///
     /// # Safety
     /// Pointers must be valid device memory holding `batch_count` matrices of the
@@ -159,14 +264,26 @@ pub mod result {
         b: *const c_void, b_type: sys::rocmDataType_t, ldb: c_int, stride_b: c_longlong,
         beta: *const c_void,
         c: *mut c_void, c_type: sys::rocmDataType_t, ldc: c_int, stride_c: c_longlong,
-        batch_count: c_int, compute_type: sys::rocblas_datatype, algo: sys::rocblas_gemm_algo,
+        batch_count: c_int, compute_type: sys::rocblasComputeType_t, algo: sys::rocblas_gemm_algo,
     ) -> Result<(), RocblasError> {
-        check(sys::rocblas_gemm_strided_batched_ex(
+        let flags = gemm_flags(a_type)?;
+        let mode = compute_type.math_mode();
+        let scoped = mode != sys::rocblas_math_mode::rocblas_default_math;
+        if scoped {
+            set_math_mode(handle, mode)?;
+        }
+        let gemm = check(sys::rocblas_gemm_strided_batched_ex(
             handle, transa as u32, transb as u32, m, n, k, alpha,
             a, a_type as u32, lda, stride_a, b, b_type as u32, ldb, stride_b, beta,
             c, c_type as u32, ldc, stride_c, c, c_type as u32, ldc, stride_c,
-            batch_count, compute_type as u32, algo as u32, 0, 0,
-        ))
+            batch_count, compute_type.datatype() as u32, algo as u32, 0, flags,
+        ));
+        if scoped {
+            let restored = set_math_mode(handle, sys::rocblas_math_mode::rocblas_default_math);
+            gemm?;
+            return restored;
+        }
+        gemm
     }
 }
 
@@ -278,13 +395,13 @@ macro_rules! impl_gemm {
                     b as *const c_void, dt, g.ldb, cfg.stride_b,
                     &beta as *const $scalar as *const c_void,
                     c as *mut c_void, dt, g.ldc, cfg.stride_c, cfg.batch_size,
-                    sys::rocblas_datatype::$compute, sys::rocblas_gemm_algo::rocblas_gemm_algo_standard,
+                    sys::rocblasComputeType_t::$compute, sys::rocblas_gemm_algo::rocblas_gemm_algo_standard,
                 )
             }
         }
     };
 }
-impl_gemm!(f32, ROCM_R_32F, rocblas_datatype_f32_r, f32, |x| x);
-impl_gemm!(f64, ROCM_R_64F, rocblas_datatype_f64_r, f64, |x| x);
-impl_gemm!(half::f16, ROCM_R_16F, rocblas_datatype_f32_r, f32, |x| x.to_f32());
-impl_gemm!(half::bf16, ROCM_R_16BF, rocblas_datatype_f32_r, f32, |x| x.to_f32());
+impl_gemm!(f32, ROCM_R_32F, ROCBLAS_COMPUTE_32F, f32, |x| x);
+impl_gemm!(f64, ROCM_R_64F, ROCBLAS_COMPUTE_64F, f64, |x| x);
+impl_gemm!(half::f16, ROCM_R_16F, ROCBLAS_COMPUTE_32F, f32, |x| x.to_f32());
+impl_gemm!(half::bf16, ROCM_R_16BF, ROCBLAS_COMPUTE_32F, f32, |x| x.to_f32());

@@ -227,6 +227,36 @@ fn unlinked_rocblas_reports_not_linked() {
     assert_eq!(err, RocblasError(ROCBLAS_STATUS_NOT_LINKED));
 }
 
+/// cuBLAS's compute types as the HIP layer carries them: the datatype per call,
+/// TF32 as the handle's XF32 math mode.
+#[test]
+fn compute_types_carry_datatype_and_math_mode() {
+    use crate::blas::sys::{rocblasComputeType_t as C, rocblas_datatype as D, rocblas_math_mode as M};
+    let rows = [
+        (C::ROCBLAS_COMPUTE_16F, D::rocblas_datatype_f16_r, M::rocblas_default_math),
+        (C::ROCBLAS_COMPUTE_32F, D::rocblas_datatype_f32_r, M::rocblas_default_math),
+        (C::ROCBLAS_COMPUTE_32F_FAST_XF32, D::rocblas_datatype_f32_r, M::rocblas_xf32_xdl_math_op),
+        (C::ROCBLAS_COMPUTE_64F, D::rocblas_datatype_f64_r, M::rocblas_default_math),
+    ];
+    for (compute, datatype, mode) in rows {
+        assert_eq!((compute.datatype(), compute.math_mode()), (datatype, mode), "{compute:?}");
+    }
+}
+
+/// `CANDLE_ROCM_FP16_ALT_IMPL`: unset, 0 or 1; anything else an error naming the variable.
+#[test]
+fn fp16_alt_impl_values() {
+    use crate::blas::result::{parse_fp16_alt_impl, ROCBLAS_STATUS_BAD_FP16_ALT_IMPL};
+    assert_eq!(parse_fp16_alt_impl(None), Some(false));
+    assert_eq!(parse_fp16_alt_impl(Some("0")), Some(false));
+    assert_eq!(parse_fp16_alt_impl(Some("1")), Some(true));
+    for bad in ["", "yes", "true", " 1", "2"] {
+        assert_eq!(parse_fp16_alt_impl(Some(bad)), None, "{bad:?}");
+    }
+    let text = RocblasError(ROCBLAS_STATUS_BAD_FP16_ALT_IMPL).to_string();
+    assert!(text.contains("CANDLE_ROCM_FP16_ALT_IMPL=") && text.contains("neither 1"), "{text}");
+}
+
 #[cfg(not(candle_rocm_rocrand))]
 #[test]
 fn unlinked_rocrand_reports_not_linked() {
@@ -418,6 +448,118 @@ mod gpu {
         let cfg = GemmConfig { transa: N, transb: N, m: 2, n: 2, k: 2, alpha: 1f32, lda: 2, ldb: 2, beta: 0., ldc: 2 };
         unsafe { blas.gemm(cfg, &a, &b, &mut c) }.unwrap();
         assert_eq!(stream.clone_dtoh(&c).unwrap(), vec![1., 2., 3., 4.]);
+    }
+
+    /// Column-major `C = A B` through `result::gemm_strided_batched_ex` with the given
+    /// compute type and flags (`flags` passed raw, `None`: the layer's own).
+    #[cfg(candle_rocm_rocblas)]
+    fn gemm_f32_with(
+        blas: &crate::blas::RocBlas, (m, n, k): (i32, i32, i32), a: &HipSlice<f32>, b: &HipSlice<f32>,
+        compute: crate::blas::sys::rocblasComputeType_t,
+    ) -> Vec<f32> {
+        use crate::blas::sys::{rocblas_gemm_algo::rocblas_gemm_algo_standard as STD, rocblas_operation::rocblas_operation_none as N, rocmDataType_t::ROCM_R_32F as F};
+        let stream = blas.stream();
+        let mut c = stream.alloc_zeros::<f32>((m * n) as usize).unwrap();
+        let (alpha, beta) = (1f32, 0f32);
+        let (pa, _ra) = a.device_ptr(stream);
+        let (pb, _rb) = b.device_ptr(stream);
+        let (pc, _rc) = c.device_ptr_mut(stream);
+        unsafe {
+            crate::blas::result::gemm_strided_batched_ex(
+                *blas.handle(), N, N, m, n, k, &alpha as *const f32 as _, pa as _, F, m, 0, pb as _, F, k, 0,
+                &beta as *const f32 as _, pc as _, F, m, 0, 1, compute, STD,
+            )
+        }
+        .unwrap();
+        drop((_ra, _rb, _rc));
+        stream.clone_dtoh(&c).unwrap()
+    }
+
+    /// CUDA's TF32 request (`ROCBLAS_COMPUTE_32F_FAST_XF32`): the handle takes XF32 for
+    /// that gemm only. Where the platform takes the mode (rocBLAS on CDNA3; cuBLAS's TF32
+    /// through hip-on-cuda) the result carries TF32's 10-bit-mantissa error; where it
+    /// keeps the default, the result is the full-f32 one, bit for bit. The next f32 gemm
+    /// computes in full f32 again.
+    #[cfg(candle_rocm_rocblas)]
+    #[test]
+    fn gemm_xf32_for_its_call_only() {
+        use crate::blas::result::{get_math_mode, set_math_mode};
+        use crate::blas::sys::{rocblasComputeType_t as C, rocblas_math_mode as M};
+        let Some(ctx) = device() else { return };
+        let stream = ctx.default_stream();
+        let blas = crate::blas::RocBlas::new(stream.clone()).unwrap();
+        let (m, n, k) = (64usize, 64usize, 512usize);
+        // full-mantissa values in [-1, 1) from a fixed LCG
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2. - 1.
+        };
+        let ha: Vec<f32> = (0..m * k).map(|_| next()).collect();
+        let hb: Vec<f32> = (0..k * n).map(|_| next()).collect();
+        let reference: Vec<f64> = (0..m * n)
+            .map(|i| (0..k).map(|l| ha[l * m + i % m] as f64 * hb[(i / m) * k + l] as f64).sum())
+            .collect();
+        let max_err = |c: &[f32]| c.iter().zip(&reference).map(|(&x, &r)| (x as f64 - r).abs()).fold(0., f64::max);
+        let (a, b) = (stream.clone_htod(&ha).unwrap(), stream.clone_htod(&hb).unwrap());
+        let dims = (m as i32, n as i32, k as i32);
+        let full = gemm_f32_with(&blas, dims, &a, &b, C::ROCBLAS_COMPUTE_32F);
+        let reduced = gemm_f32_with(&blas, dims, &a, &b, C::ROCBLAS_COMPUTE_32F_FAST_XF32);
+        let again = gemm_f32_with(&blas, dims, &a, &b, C::ROCBLAS_COMPUTE_32F);
+        assert_eq!(unsafe { get_math_mode(*blas.handle()) }.unwrap(), M::rocblas_default_math);
+        assert_eq!(again, full, "an f32 gemm after the XF32 one is not the full-f32 result");
+        // does this platform take XF32? (rocBLAS keeps the default where the arch lacks it)
+        unsafe { set_math_mode(*blas.handle(), M::rocblas_xf32_xdl_math_op) }.unwrap();
+        let taken = unsafe { get_math_mode(*blas.handle()) }.unwrap() == M::rocblas_xf32_xdl_math_op;
+        unsafe { set_math_mode(*blas.handle(), M::rocblas_default_math) }.unwrap();
+        let (e_full, e_reduced) = (max_err(&full), max_err(&reduced));
+        println!("f32 gemm {m}x{n}x{k}: max error full {e_full:.2e}, XF32 {e_reduced:.2e} (XF32 taken: {taken})");
+        assert!(e_full < 1e-4, "full f32: {e_full}");
+        if taken {
+            assert!(e_reduced > 10. * e_full && e_reduced < 0.05, "XF32: {e_reduced} against full f32's {e_full}");
+        } else {
+            assert_eq!(reduced, full);
+        }
+    }
+
+    /// `rocblas_gemm_flags_fp16_alt_impl` is accepted on f16 gemms and, on values that
+    /// bf16 holds exactly (small integers: gfx90a's alternative kernels round through
+    /// bf16), gives the same result as no flags.
+    #[cfg(candle_rocm_rocblas)]
+    #[test]
+    fn gemm_f16_alt_impl_flag_accepted() {
+        use crate::blas::sys::{self as b, rocblas_datatype::rocblas_datatype_f32_r as F32, rocmDataType_t::ROCM_R_16F as F16};
+        let Some(ctx) = device() else { return };
+        let stream = ctx.default_stream();
+        let blas = crate::blas::RocBlas::new(stream.clone()).unwrap();
+        let (m, n, k) = (16usize, 8usize, 32usize);
+        let ha: Vec<half::f16> = (0..m * k).map(|i| half::f16::from_f32((i % 7) as f32 - 3.)).collect();
+        let hb: Vec<half::f16> = (0..k * n).map(|i| half::f16::from_f32((i % 5) as f32 - 2.)).collect();
+        let (a, bm) = (stream.clone_htod(&ha).unwrap(), stream.clone_htod(&hb).unwrap());
+        let run = |flags: u32| {
+            let mut c = stream.alloc_zeros::<half::f16>(m * n).unwrap();
+            let (alpha, beta) = (1f32, 0f32);
+            let (pa, _ra) = a.device_ptr(&stream);
+            let (pb, _rb) = bm.device_ptr(&stream);
+            let (pc, _rc) = c.device_ptr_mut(&stream);
+            let none = b::rocblas_operation::rocblas_operation_none as u32;
+            let status = unsafe {
+                b::rocblas_gemm_strided_batched_ex(
+                    *blas.handle(), none, none, m as i32, n as i32, k as i32, &alpha as *const f32 as _,
+                    pa as _, F16 as u32, m as i32, 0, pb as _, F16 as u32, k as i32, 0, &beta as *const f32 as _,
+                    pc as _, F16 as u32, m as i32, 0, pc as _, F16 as u32, m as i32, 0, 1, F32 as u32, 0, 0, flags,
+                )
+            };
+            crate::blas::result::check(status).unwrap();
+            drop((_ra, _rb, _rc));
+            stream.clone_dtoh(&c).unwrap()
+        };
+        let plain = run(b::rocblas_gemm_flags_none);
+        assert_eq!(run(b::rocblas_gemm_flags_fp16_alt_impl), plain);
+        let expect: Vec<half::f16> = (0..m * n)
+            .map(|i| half::f16::from_f32((0..k).map(|l| ha[l * m + i % m].to_f32() * hb[(i / m) * k + l].to_f32()).sum()))
+            .collect();
+        assert_eq!(plain, expect);
     }
 
     #[cfg(candle_rocm_rocrand)]

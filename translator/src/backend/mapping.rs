@@ -45,15 +45,16 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("cublasOperation_t", "rocblas_operation"),
     ("CUBLAS_OP_N", "rocblas_operation_none"),
     ("CUBLAS_OP_T", "rocblas_operation_transpose"),
-    ("cublasComputeType_t", "rocblas_datatype"),
-    ("CUBLAS_COMPUTE_32F", "rocblas_datatype_f32_r"),
-    ("CUBLAS_COMPUTE_16F", "rocblas_datatype_f16_r"),
-    // rocBLAS's compute types have no reduced-precision f32 or bf16-input modes: its XF32 is a
-    // handle-wide math mode of CDNA3 only (rocblas_set_math_mode), so a user's TF32 request
-    // computes in full f32 (more precise than CUDA's, and on CDNA3 slower); FAST_16BF only
-    // rounds the inputs to bf16, which bf16 inputs already are: the same results
-    ("CUBLAS_COMPUTE_32F_FAST_TF32", "rocblas_datatype_f32_r"),
-    ("CUBLAS_COMPUTE_32F_FAST_16BF", "rocblas_datatype_f32_r"),
+    // compute types → the HIP layer's `rocblasComputeType_t`, which carries rocBLAS's compute
+    // datatype and, for CUDA's TF32, rocBLAS's XF32 math mode (handle-wide in rocBLAS: the HIP
+    // layer sets it around that one gemm; rocBLAS takes it where the arch has xf32, CDNA3, and
+    // computes in full f32 elsewhere, as cuBLAS does with TF32 before Ampere). FAST_16BF only
+    // rounds the inputs to bf16, which bf16 inputs already are: plain f32 compute, same results
+    ("cublasComputeType_t", "rocblasComputeType_t"),
+    ("CUBLAS_COMPUTE_32F", "ROCBLAS_COMPUTE_32F"),
+    ("CUBLAS_COMPUTE_16F", "ROCBLAS_COMPUTE_16F"),
+    ("CUBLAS_COMPUTE_32F_FAST_TF32", "ROCBLAS_COMPUTE_32F_FAST_XF32"),
+    ("CUBLAS_COMPUTE_32F_FAST_16BF", "ROCBLAS_COMPUTE_32F"),
     ("cublasGemmAlgo_t", "rocblas_gemm_algo"),
     ("CUBLAS_GEMM_DEFAULT_TENSOR_OP", "rocblas_gemm_algo_standard"),
 ];

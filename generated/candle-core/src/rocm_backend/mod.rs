@@ -2501,9 +2501,9 @@ unsafe fn gemm_strided_batched_f32(
     use candle_rocm_hip::blas::sys;
     use candle_rocm_hip::driver::DevicePtrMut;
     let compute_type = if gemm_reduced_precision_f32() {
-        sys::rocblas_datatype::rocblas_datatype_f32_r
+        sys::rocblasComputeType_t::ROCBLAS_COMPUTE_32F_FAST_XF32
     } else {
-        sys::rocblas_datatype::rocblas_datatype_f32_r
+        sys::rocblasComputeType_t::ROCBLAS_COMPUTE_32F
     };
     let alpha = &cfg.gemm.alpha as *const f32 as *const _;
     let beta = &cfg.gemm.beta as *const f32 as *const _;
@@ -2552,13 +2552,13 @@ unsafe fn gemm_strided_batched_f16(
     let beta_f32: f32 = cfg.gemm.beta.to_f32();
     let (compute_type, alpha, beta) = if gemm_reduced_precision_f16() {
         (
-            sys::rocblas_datatype::rocblas_datatype_f16_r,
+            sys::rocblasComputeType_t::ROCBLAS_COMPUTE_16F,
             (&alpha) as *const f16 as *const _,
             (&beta) as *const f16 as *const _,
         )
     } else {
         (
-            sys::rocblas_datatype::rocblas_datatype_f32_r,
+            sys::rocblasComputeType_t::ROCBLAS_COMPUTE_32F,
             (&alpha_f32) as *const f32 as *const _,
             (&beta_f32) as *const f32 as *const _,
         )
@@ -2606,13 +2606,13 @@ unsafe fn gemm_strided_batched_bf16(
     let beta_f32: f32 = cfg.gemm.beta.to_f32();
     let (compute_type, alpha, beta) = if gemm_reduced_precision_bf16() {
         (
-            sys::rocblas_datatype::rocblas_datatype_f32_r,
+            sys::rocblasComputeType_t::ROCBLAS_COMPUTE_32F,
             (&alpha_f32) as *const f32 as *const _,
             (&beta_f32) as *const f32 as *const _,
         )
     } else {
         (
-            sys::rocblas_datatype::rocblas_datatype_f32_r,
+            sys::rocblasComputeType_t::ROCBLAS_COMPUTE_32F,
             (&alpha_f32) as *const f32 as *const _,
             (&beta_f32) as *const f32 as *const _,
         )
