@@ -29,13 +29,69 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The vectors of 32-bit lanes that move 8 and 16 bytes as one load or store:
+// clang's own; a compiler without ext_vector_type defines
+// CANDLE_PLATFORM_EW_U32X2/X4 (hip-on-cuda: CUDA's uint2/uint4).
+#if defined(CANDLE_PLATFORM_EW_U32X4)
+typedef CANDLE_PLATFORM_EW_U32X2 candle_ew_u32x2;
+typedef CANDLE_PLATFORM_EW_U32X4 candle_ew_u32x4;
+#else
+typedef uint32_t candle_ew_u32x2 __attribute__((ext_vector_type(2)));
+typedef uint32_t candle_ew_u32x4 __attribute__((ext_vector_type(4)));
+#endif
+
+// An 8- or 16-byte word as an array of 32-bit lanes, moved through global
+// memory as one vector. Not a vector itself (HIP's uint2/uint4 were): HIP 5.2's
+// clang 15 could not keep a vector read or written element by element via a T
+// pointer in registers, and staged such packs in LDS (16-32 KB per workgroup,
+// in most of the 2- and 1-byte elementwise kernels for gfx90a and gfx1030) or
+// scratch. An array of lanes it splits into registers.
+template <int LANES>
+struct candle_ew_lanes {
+    uint32_t lane[LANES];
+};
+typedef candle_ew_lanes<2> candle_ew_word8;
+typedef candle_ew_lanes<4> candle_ew_word16;
+
+// Moves a word: as itself, or a lanes word as its vector.
+template <typename W>
+__device__ __forceinline__ W candle_ew_load(const W* p) { return *p; }
+template <typename W>
+__device__ __forceinline__ void candle_ew_store(W* p, const W& w) { *p = w; }
+template <>
+__device__ __forceinline__ candle_ew_word8 candle_ew_load(const candle_ew_word8* p) {
+    const candle_ew_u32x2 v = *reinterpret_cast<const candle_ew_u32x2*>(p);
+    candle_ew_word8 w;
+    w.lane[0] = v.x; w.lane[1] = v.y;
+    return w;
+}
+template <>
+__device__ __forceinline__ void candle_ew_store(candle_ew_word8* p, const candle_ew_word8& w) {
+    candle_ew_u32x2 v;
+    v.x = w.lane[0]; v.y = w.lane[1];
+    *reinterpret_cast<candle_ew_u32x2*>(p) = v;
+}
+template <>
+__device__ __forceinline__ candle_ew_word16 candle_ew_load(const candle_ew_word16* p) {
+    const candle_ew_u32x4 v = *reinterpret_cast<const candle_ew_u32x4*>(p);
+    candle_ew_word16 w;
+    w.lane[0] = v.x; w.lane[1] = v.y; w.lane[2] = v.z; w.lane[3] = v.w;
+    return w;
+}
+template <>
+__device__ __forceinline__ void candle_ew_store(candle_ew_word16* p, const candle_ew_word16& w) {
+    candle_ew_u32x4 v;
+    v.x = w.lane[0]; v.y = w.lane[1]; v.z = w.lane[2]; v.w = w.lane[3];
+    *reinterpret_cast<candle_ew_u32x4*>(p) = v;
+}
+
 // The machine word of BYTES bytes (1, 2, 4, 8 or 16).
 template <int BYTES> struct candle_ew_word;
 template <> struct candle_ew_word<1> { typedef uint8_t type; };
 template <> struct candle_ew_word<2> { typedef uint16_t type; };
 template <> struct candle_ew_word<4> { typedef uint32_t type; };
-template <> struct candle_ew_word<8> { typedef uint2 type; };
-template <> struct candle_ew_word<16> { typedef uint4 type; };
+template <> struct candle_ew_word<8> { typedef candle_ew_word8 type; };
+template <> struct candle_ew_word<16> { typedef candle_ew_word16 type; };
 
 // Elements per pack: 16 bytes of the widest of the types (at least 1).
 template <typename A, typename B>
@@ -57,10 +113,10 @@ struct candle_ew_pack {
     __device__ __forceinline__ T& operator[](int k) { return reinterpret_cast<T*>(&w)[k]; }
     __device__ __forceinline__ static candle_ew_pack load(const T* base, size_t p) {
         candle_ew_pack r;
-        r.w = reinterpret_cast<const word*>(base)[p];
+        r.w = candle_ew_load(reinterpret_cast<const word*>(base) + p);
         return r;
     }
-    __device__ __forceinline__ void store(T* base, size_t p) const { reinterpret_cast<word*>(base)[p] = w; }
+    __device__ __forceinline__ void store(T* base, size_t p) const { candle_ew_store(reinterpret_cast<word*>(base) + p, w); }
 };
 
 template <typename In, typename Out, typename F>

@@ -184,6 +184,11 @@ static __device__ __forceinline__ unsigned short candle_platform_bf16_minmax(uns
 #define CANDLE_PLATFORM_VCMPNE4(a, b) __vcmpne4(a, b)
 #endif
 
+// The vectors through which candle_elementwise.h's packs move 8 and 16 bytes:
+// nvcc has no ext_vector_type; CUDA's uint2/uint4 are one ld/st.v2/.v4 each.
+#define CANDLE_PLATFORM_EW_U32X2 uint2
+#define CANDLE_PLATFORM_EW_U32X4 uint4
+
 // ---------------------------------------------------------------------------
 // __builtin_trap() in device code (NVIDIA-only workaround, not a HIP name).
 // ---------------------------------------------------------------------------
