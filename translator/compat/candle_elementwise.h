@@ -29,15 +29,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// The vectors of 32-bit lanes that move 8 and 16 bytes as one load or store:
-// clang's own; a compiler without ext_vector_type defines
-// CANDLE_PLATFORM_EW_U32X2/X4 (hip-on-cuda: CUDA's uint2/uint4).
+// The vectors of 32-bit lanes that move 8 and 16 bytes as one load or store,
+// and lane I (member M) of one: clang's own vectors, lanes by subscript (GCC's
+// vectors too, in the CPU emulation); a compiler without ext_vector_type
+// defines CANDLE_PLATFORM_EW_U32X2/X4 to types with members x, y, z, w
+// (hip-on-cuda: CUDA's uint2/uint4).
 #if defined(CANDLE_PLATFORM_EW_U32X4)
 typedef CANDLE_PLATFORM_EW_U32X2 candle_ew_u32x2;
 typedef CANDLE_PLATFORM_EW_U32X4 candle_ew_u32x4;
+#define CANDLE_EW_LANE(v, I, M) ((v).M)
 #else
 typedef uint32_t candle_ew_u32x2 __attribute__((ext_vector_type(2)));
 typedef uint32_t candle_ew_u32x4 __attribute__((ext_vector_type(4)));
+#define CANDLE_EW_LANE(v, I, M) ((v)[I])
 #endif
 
 // An 8- or 16-byte word as an array of 32-bit lanes, moved through global
@@ -62,26 +66,26 @@ template <>
 __device__ __forceinline__ candle_ew_word8 candle_ew_load(const candle_ew_word8* p) {
     const candle_ew_u32x2 v = *reinterpret_cast<const candle_ew_u32x2*>(p);
     candle_ew_word8 w;
-    w.lane[0] = v.x; w.lane[1] = v.y;
+    w.lane[0] = CANDLE_EW_LANE(v, 0, x); w.lane[1] = CANDLE_EW_LANE(v, 1, y);
     return w;
 }
 template <>
 __device__ __forceinline__ void candle_ew_store(candle_ew_word8* p, const candle_ew_word8& w) {
     candle_ew_u32x2 v;
-    v.x = w.lane[0]; v.y = w.lane[1];
+    CANDLE_EW_LANE(v, 0, x) = w.lane[0]; CANDLE_EW_LANE(v, 1, y) = w.lane[1];
     *reinterpret_cast<candle_ew_u32x2*>(p) = v;
 }
 template <>
 __device__ __forceinline__ candle_ew_word16 candle_ew_load(const candle_ew_word16* p) {
     const candle_ew_u32x4 v = *reinterpret_cast<const candle_ew_u32x4*>(p);
     candle_ew_word16 w;
-    w.lane[0] = v.x; w.lane[1] = v.y; w.lane[2] = v.z; w.lane[3] = v.w;
+    w.lane[0] = CANDLE_EW_LANE(v, 0, x); w.lane[1] = CANDLE_EW_LANE(v, 1, y); w.lane[2] = CANDLE_EW_LANE(v, 2, z); w.lane[3] = CANDLE_EW_LANE(v, 3, w);
     return w;
 }
 template <>
 __device__ __forceinline__ void candle_ew_store(candle_ew_word16* p, const candle_ew_word16& w) {
     candle_ew_u32x4 v;
-    v.x = w.lane[0]; v.y = w.lane[1]; v.z = w.lane[2]; v.w = w.lane[3];
+    CANDLE_EW_LANE(v, 0, x) = w.lane[0]; CANDLE_EW_LANE(v, 1, y) = w.lane[1]; CANDLE_EW_LANE(v, 2, z) = w.lane[2]; CANDLE_EW_LANE(v, 3, w) = w.lane[3];
     *reinterpret_cast<candle_ew_u32x4*>(p) = v;
 }
 
