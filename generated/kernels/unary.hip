@@ -106,31 +106,7 @@ extern "C" __global__ void FN_NAME( \
     const size_t *dims = info; \
     const size_t *strides = info + num_dims; \
     if (info == nullptr || is_contiguous(num_dims, dims, strides)) { \
-        if (numel >= 8 && is_aligned_16(inp) && is_aligned_16(out)) { \
-            const size_t vec_numel = numel / 8; \
-            const float4 *inp4 = reinterpret_cast<const float4*>(inp); \
-            float4 *out4 = reinterpret_cast<float4*>(out); \
-            for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < vec_numel; i += blockDim.x * gridDim.x) { \
-                float4 v = inp4[i]; \
-                candle_bf16 *vp = reinterpret_cast<candle_bf16*>(&v); \
-                _Pragma("unroll") \
-                for (int j = 0; j < 8; j++) { \
-                    float xf = candle_bf162float(vp[j]); \
-                    vp[j] = candle_float2bf16(FLOAT_FUNC); \
-                } \
-                out4[i] = v; \
-            } \
-            const size_t tail_start = vec_numel * 8; \
-            for (unsigned int i = tail_start + blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \
-                float xf = candle_bf162float(inp ? inp[i] : out[i]); \
-                out[i] = candle_float2bf16(FLOAT_FUNC); \
-            } \
-        } else { \
-            for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \
-                float xf = candle_bf162float(inp ? inp[i] : out[i]); \
-                out[i] = candle_float2bf16(FLOAT_FUNC); \
-            } \
-        } \
+        candle_ew_map1(numel, inp ? inp : out, out, [&](candle_bf16 x) { float xf = candle_bf162float(x); return candle_float2bf16(FLOAT_FUNC); }); \
     } else { \
         for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \
             unsigned strided_i = get_strided_index(i, num_dims, dims, strides); \

@@ -735,6 +735,28 @@ pub const ELEMENTWISE_PACK_EDITS: &[FunctionEdit] = &[
         why: "UNARY_OP and UNARY_OP1 (in place when inp is null)",
     },
     FunctionEdit {
+        file: "unary.cu",
+        function: "FN_NAME",
+        upstream: concat!(
+            "if ( numel >= 8 && is_aligned_16 ( inp ) && is_aligned_16 ( out ) ) { const size_t vec_numel = numel / 8 ; ",
+            "const float4 * inp4 = reinterpret_cast < const float4 * > ( inp ) ; float4 * out4 = reinterpret_cast < float4 * > ( out ) ; ",
+            "for ( unsigned int i = blockIdx . x * blockDim . x + threadIdx . x ; i < vec_numel ; i += blockDim . x * gridDim . x ) { ",
+            "float4 v = inp4 [ i ] ; __nv_bfloat16 * vp = reinterpret_cast < __nv_bfloat16 * > ( & v ) ; ",
+            "_Pragma ( \"unroll\" ) for ( int j = 0 ; j < 8 ; j ++ ) { float xf = __bfloat162float ( vp [ j ] ) ; ",
+            "vp [ j ] = __float2bfloat16 ( FLOAT_FUNC ) ; } out4 [ i ] = v ; } ",
+            "const size_t tail_start = vec_numel * 8 ; ",
+            "for ( unsigned int i = tail_start + blockIdx . x * blockDim . x + threadIdx . x ; i < numel ; i += blockDim . x * gridDim . x ) { ",
+            "float xf = __bfloat162float ( inp ? inp [ i ] : out [ i ] ) ; out [ i ] = __float2bfloat16 ( FLOAT_FUNC ) ; } } else { ",
+            contiguous_loop!("float xf = __bfloat162float ( inp ? inp [ i ] : out [ i ] ) ; out [ i ] = __float2bfloat16 ( FLOAT_FUNC ) ;"),
+            " }"
+        ),
+        rocm: "candle_ew_map1(numel, inp ? inp : out, out, [&](__nv_bfloat16 x) { float xf = __bfloat162float(x); return __float2bfloat16(FLOAT_FUNC); });",
+        count: 1,
+        why: "UNARY_OP_BF16_VEC (silu, sigmoid; 0.11): upstream's 8-wide loop rewrites its float4 through a bf16 pointer, which HIP \
+              5.2.3's clang keeps in a stack slot promoted to 16 KB of LDS per workgroup; the pack map gives each element the same \
+              arithmetic. Releases without the macro match the row above only",
+    },
+    FunctionEdit {
         file: "affine.cu",
         function: "FN_NAME",
         upstream: contiguous_loop!("TYPENAME x = inp ? inp [ i ] : out [ i ] ; out [ i ] = AFFINE ;"),

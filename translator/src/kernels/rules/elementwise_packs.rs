@@ -113,6 +113,57 @@ mod tests {
         assert!(out.contains("candle_ew_map1(numel, inp ? inp : out, out, [&](TYPENAME x) { return x * mul + add; });"), "{out}");
     }
 
+    /// Before and after: 0.11's UNARY_OP_BF16_VEC (silu, sigmoid), whose own 8-wide loop
+    /// writes its float4 through a bf16 pointer; the pack map takes the contiguous branch whole,
+    /// with the same float arithmetic per element, and the strided loop stays.
+    #[test]
+    fn upstreams_bf16_vector_loop_becomes_a_pack_map() {
+        let src = "#define UNARY_OP_BF16_VEC(FN_NAME, FLOAT_FUNC) \\\n\
+                   extern \"C\" __global__ void FN_NAME(const size_t numel, const size_t num_dims, const size_t *info, const __nv_bfloat16 *inp, __nv_bfloat16 *out) { \\\n\
+                   \x20   if (info == nullptr || is_contiguous(num_dims, dims, strides)) { \\\n\
+                   \x20       if (numel >= 8 && is_aligned_16(inp) && is_aligned_16(out)) { \\\n\
+                   \x20           const size_t vec_numel = numel / 8; \\\n\
+                   \x20           const float4 *inp4 = reinterpret_cast<const float4*>(inp); \\\n\
+                   \x20           float4 *out4 = reinterpret_cast<float4*>(out); \\\n\
+                   \x20           for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < vec_numel; i += blockDim.x * gridDim.x) { \\\n\
+                   \x20               float4 v = inp4[i]; \\\n\
+                   \x20               __nv_bfloat16 *vp = reinterpret_cast<__nv_bfloat16*>(&v); \\\n\
+                   \x20               _Pragma(\"unroll\") \\\n\
+                   \x20               for (int j = 0; j < 8; j++) { \\\n\
+                   \x20                   float xf = __bfloat162float(vp[j]); \\\n\
+                   \x20                   vp[j] = __float2bfloat16(FLOAT_FUNC); \\\n\
+                   \x20               } \\\n\
+                   \x20               out4[i] = v; \\\n\
+                   \x20           } \\\n\
+                   \x20           const size_t tail_start = vec_numel * 8; \\\n\
+                   \x20           for (unsigned int i = tail_start + blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \\\n\
+                   \x20               float xf = __bfloat162float(inp ? inp[i] : out[i]); \\\n\
+                   \x20               out[i] = __float2bfloat16(FLOAT_FUNC); \\\n\
+                   \x20           } \\\n\
+                   \x20       } else { \\\n\
+                   \x20           for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \\\n\
+                   \x20               float xf = __bfloat162float(inp ? inp[i] : out[i]); \\\n\
+                   \x20               out[i] = __float2bfloat16(FLOAT_FUNC); \\\n\
+                   \x20           } \\\n\
+                   \x20       } \\\n\
+                   \x20   } else { \\\n\
+                   \x20       for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) { \\\n\
+                   \x20           unsigned strided_i = get_strided_index(i, num_dims, dims, strides); \\\n\
+                   \x20           float xf = __bfloat162float(inp ? inp[strided_i] : out[i]); \\\n\
+                   \x20           out[i] = __float2bfloat16(FLOAT_FUNC); \\\n\
+                   \x20       } \\\n\
+                   \x20   } \\\n\
+                   }\n";
+        let (out, n) = run("unary.cu", src).unwrap();
+        assert_eq!(n, 1);
+        assert!(
+            out.contains("strides)) { \\\n        candle_ew_map1(numel, inp ? inp : out, out, [&](__nv_bfloat16 x) { float xf = __bfloat162float(x); return __float2bfloat16(FLOAT_FUNC); }); \\\n    } else"),
+            "{out}"
+        );
+        assert!(!out.contains("float4"), "{out}");
+        assert!(out.contains("float xf = __bfloat162float(inp ? inp[strided_i] : out[i]);"), "{out}");
+    }
+
     #[test]
     fn rows_lex_and_each_names_a_loop_of_upstream_shape() {
         for row in ELEMENTWISE_PACK_EDITS {
