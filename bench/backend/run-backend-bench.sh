@@ -6,9 +6,10 @@
 # (backend-bench-cuda, stock candle 0.11.1) and on the generated ROCm backend through
 # hip-on-cuda (backend-bench-rocm), alternating cuda / rocm RUNS times, then writes
 #
-#   OUT_DIR/backend-cuda.tsv    per benchmark the minimum over the runs (header benchmark shape dtype us)
+#   OUT_DIR/backend-cuda.tsv    per benchmark the minimum and the maximum over the runs (header benchmark shape dtype us us_max)
 #   OUT_DIR/backend-rocm.tsv    the same for the ROCm backend
-#   OUT_DIR/backend-h100.tsv    joined: benchmark shape dtype cuda_us rocm_us ratio (ratio = cuda_us / rocm_us)
+#   OUT_DIR/backend-h100.tsv    joined: benchmark shape dtype cuda_us rocm_us ratio (ratio = cuda_us / rocm_us, of the
+#                               minima); its `# spread:` line: the rows below 0.95 whose ROCm minimum is above CUDA's maximum
 #   OUT_DIR/runs/               every run's TSV, its log, and noise-{cuda,rocm}.tsv (run 1 against run 2 of the same binary)
 #
 # Environment: BIN_DIR (the build's output folder or its .tar.xz; default

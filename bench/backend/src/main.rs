@@ -21,14 +21,18 @@
 //! Usage:
 //!   backend-bench-{cuda,rocm} [--out FILE.tsv] [--reps N] [--target-ms MS] [--filter SUBSTR]...
 //!                             [--note TEXT]... [--cpu] [--list] [--fixed-iters N]
-//!   backend-bench-{cuda,rocm} --merge IN.tsv... --out OUT.tsv      (per row: the minimum over the runs)
+//!   backend-bench-{cuda,rocm} --merge IN.tsv... --out OUT.tsv      (per row: the minimum and the maximum over the runs)
 //!   backend-bench-{cuda,rocm} --join CUDA.tsv ROCM.tsv --out JOINED.tsv
 //!
 //! The TSV: `# ` comment lines (backend, device, candle, method), then the header
 //! `benchmark\tshape\tdtype\tus` and one row per benchmark that ran. A benchmark that fails
-//! (an op the backend lacks) gets a `# error` comment line instead of a row. The joined
-//! table: `benchmark\tshape\tdtype\tcuda_us\trocm_us\tratio`, ratio = cuda_us / rocm_us
-//! (>= 1: the ROCm backend is at least as fast), `NA` where one side has no row.
+//! (an op the backend lacks) gets a `# error` comment line instead of a row. A merged file
+//! has the header `benchmark\tshape\tdtype\tus\tus_max`: the fastest and the slowest run. The
+//! joined table: `benchmark\tshape\tdtype\tcuda_us\trocm_us\tratio`, ratio = cuda_us / rocm_us
+//! (>= 1: the ROCm backend is at least as fast), `NA` where one side has no row; joined from
+//! merged files, its `# spread:` line says how many rows below 0.95 have ROCm's fastest run
+//! slower than CUDA's slowest (a difference both sides' run-to-run spread leaves standing), and
+//! names them.
 
 use candle_bench_fixtures::{gpu_device, seed_of, XorShift64Star, BACKEND, GGML_BLOCK_TYPES};
 use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
@@ -40,6 +44,8 @@ use std::io::Write;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+mod tsv;
 
 
 /// Which candle the binary was built against (the manifests pin =0.11.1).
@@ -810,124 +816,6 @@ fn bench_quantized_llama(r: &mut Runner) {
 }
 
 // ---------------------------------------------------------------------------
-// TSV files: write, merge, join
-// ---------------------------------------------------------------------------
-
-const HEADER: &str = "benchmark\tshape\tdtype\tus";
-const JOIN_HEADER: &str = "benchmark\tshape\tdtype\tcuda_us\trocm_us\tratio";
-
-type Key = (String, String, String);
-
-/// The rows of a benchmark TSV (comments and the header skipped), in file order.
-fn read_tsv(path: &str) -> std::result::Result<Vec<(Key, f64)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    let mut rows = vec![];
-    let mut header = false;
-    for (i, line) in text.lines().enumerate() {
-        if line.starts_with('#') || line.trim().is_empty() {
-            continue;
-        }
-        if !header {
-            if line != HEADER {
-                return Err(format!("{path}:{}: expected the header `{HEADER}`", i + 1));
-            }
-            header = true;
-            continue;
-        }
-        let f: Vec<&str> = line.split('\t').collect();
-        if f.len() != 4 {
-            return Err(format!("{path}:{}: expected 4 fields", i + 1));
-        }
-        let us: f64 = f[3].parse().map_err(|_| format!("{path}:{}: bad number {}", i + 1, f[3]))?;
-        rows.push(((f[0].to_string(), f[1].to_string(), f[2].to_string()), us));
-    }
-    if !header {
-        return Err(format!("{path}: no header"));
-    }
-    Ok(rows)
-}
-
-fn comments(path: &str) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .map(|t| t.lines().take_while(|l| l.starts_with('#')).map(String::from).collect())
-        .unwrap_or_default()
-}
-
-/// Per benchmark the minimum over the runs (the least disturbed run).
-fn merge(inputs: &[String], out: &str) -> std::result::Result<(), String> {
-    let mut order: Vec<Key> = vec![];
-    let mut vals: HashMap<Key, Vec<f64>> = HashMap::new();
-    for p in inputs {
-        for (k, us) in read_tsv(p)? {
-            if !vals.contains_key(&k) {
-                order.push(k.clone());
-            }
-            vals.entry(k).or_default().push(us);
-        }
-    }
-    let mut s = String::new();
-    for c in comments(&inputs[0]).iter().filter(|c| !c.starts_with("# error")) {
-        s.push_str(c);
-        s.push('\n');
-    }
-    s.push_str(&format!("# merged: per benchmark the minimum over {} runs ({})\n", inputs.len(), inputs.join(", ")));
-    s.push_str(HEADER);
-    s.push('\n');
-    for k in &order {
-        let v = &vals[k];
-        let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
-        s.push_str(&format!("{}\t{}\t{}\t{:.3}\n", k.0, k.1, k.2, min));
-    }
-    std::fs::write(out, s).map_err(|e| format!("{out}: {e}"))
-}
-
-fn join(cuda: &str, rocm: &str, out: &str) -> std::result::Result<(), String> {
-    let (a, b_rows) = (read_tsv(cuda)?, read_tsv(rocm)?);
-    let mut order: Vec<Key> = a.iter().map(|(k, _)| k.clone()).collect();
-    for (k, _) in &b_rows {
-        if !order.contains(k) {
-            order.push(k.clone());
-        }
-    }
-    let b: HashMap<Key, f64> = b_rows.into_iter().collect();
-    let amap: HashMap<Key, f64> = a.into_iter().collect();
-    let mut s = String::new();
-    s.push_str(&format!("# cuda: {cuda}\n# rocm: {rocm}\n# ratio = cuda_us / rocm_us (>= 1: the ROCm backend is at least as fast)\n"));
-    // where and how each side was measured: its GPU, method and merged runs
-    for (side, path) in [("cuda", cuda), ("rocm", rocm)] {
-        for c in comments(path).iter().filter(|c| ["# gpu:", "# method:", "# merged:"].iter().any(|p| c.starts_with(p))) {
-            s.push_str(&format!("# {side} {}\n", &c[2..]));
-        }
-    }
-    s.push_str(JOIN_HEADER);
-    s.push('\n');
-    let fmt = |v: Option<&f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "NA".into());
-    let (mut logsum, mut n, mut slow) = (0f64, 0usize, 0usize);
-    println!("{:<36} {:<34} {:<6} {:>12} {:>12} {:>7}", "benchmark", "shape", "dtype", "cuda_us", "rocm_us", "ratio");
-    for k in &order {
-        let (x, y) = (amap.get(k), b.get(k));
-        let ratio = match (x, y) {
-            (Some(x), Some(y)) if *y > 0.0 => {
-                let r = x / y;
-                logsum += r.ln();
-                n += 1;
-                if r < 0.95 {
-                    slow += 1;
-                }
-                format!("{r:.3}")
-            }
-            _ => "NA".into(),
-        };
-        s.push_str(&format!("{}\t{}\t{}\t{}\t{}\t{}\n", k.0, k.1, k.2, fmt(x), fmt(y), ratio));
-        println!("{:<36} {:<34} {:<6} {:>12} {:>12} {:>7}", k.0, k.1, k.2, fmt(x), fmt(y), ratio);
-    }
-    if n > 0 {
-        println!("{n} benchmarks on both: geometric mean of the ratios {:.3}; {slow} below 0.95", (logsum / n as f64).exp());
-    }
-    std::fs::write(out, s).map_err(|e| format!("{out}: {e}"))
-}
-
-// ---------------------------------------------------------------------------
 
 struct Args {
     out: Option<String>,
@@ -992,9 +880,9 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         };
         let res = if !args.merge.is_empty() {
-            merge(&args.merge, out)
+            tsv::merge(&args.merge, out)
         } else if args.join.len() == 2 {
-            join(&args.join[0], &args.join[1], out)
+            tsv::join(&args.join[0], &args.join[1], out)
         } else {
             Err("--join takes two files: CUDA.tsv ROCM.tsv".into())
         };
@@ -1064,7 +952,7 @@ fn main() -> std::process::ExitCode {
         for (n, sh, d, e) in &r.errors {
             s.push_str(&format!("# error\t{n}\t{sh}\t{d}\t{e}\n"));
         }
-        s.push_str(HEADER);
+        s.push_str(tsv::HEADER);
         s.push('\n');
         for row in &r.rows {
             s.push_str(&format!("{}\t{}\t{}\t{:.3}\n", row.name, row.shape, row.dtype, row.us));
