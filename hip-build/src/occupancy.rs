@@ -79,15 +79,38 @@ pub fn arch_limits(arch: &str) -> Option<&'static ArchLimits> {
     AMD_ARCH_LIMITS.iter().find(|l| l.arch == processor)
 }
 
+/// Which register file holds a kernel below the arch's maximum waves per SIMD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegisterBound {
+    /// The arch's maximum: registers bind nothing.
+    None,
+    Vgprs,
+    /// GFX9's SGPR rule (a kernel whose VGPRs allow as few waves is counted under VGPRs).
+    Sgprs,
+}
+
 impl ArchLimits {
     /// Waves per SIMD that the kernel's registers allow. An error when the
     /// kernel was compiled for another wavefront size than the table's.
     pub fn waves_per_simd_by_registers(&self, kernel: &KernelResources) -> Result<u32, String> {
+        self.register_bound(kernel).map(|(waves, _)| waves)
+    }
+
+    /// [`Self::waves_per_simd_by_registers`] and the register file that bounds it.
+    pub fn register_bound(&self, kernel: &KernelResources) -> Result<(u32, RegisterBound), String> {
         self.check_wave_size(kernel)?;
         let vgprs = kernel.vgprs.max(1).next_multiple_of(self.vgpr_granule);
         let by_vgprs = (self.vgprs_per_simd / vgprs).max(1);
         let by_sgprs = if self.sgprs_limit_occupancy { gfx9_waves_by_sgprs(kernel.sgprs) } else { self.max_waves_per_simd };
-        Ok(by_vgprs.min(by_sgprs).min(self.max_waves_per_simd))
+        let waves = by_vgprs.min(by_sgprs).min(self.max_waves_per_simd);
+        let bound = if waves == self.max_waves_per_simd {
+            RegisterBound::None
+        } else if by_vgprs == waves {
+            RegisterBound::Vgprs
+        } else {
+            RegisterBound::Sgprs
+        };
+        Ok((waves, bound))
     }
 
     /// Waves per SIMD that the kernel's static LDS allows with workgroups of
@@ -134,6 +157,17 @@ mod tests {
         assert_eq!(cdna.waves_per_simd_by_registers(&kernel(512, 20, 0, 64)), Ok(1));
         assert_eq!(cdna.waves_per_simd_by_registers(&kernel(8, 102, 0, 64)), Ok(7), "more than 100 SGPRs on GFX9");
         assert_eq!(arch_limits("gfx1100").unwrap().waves_per_simd_by_registers(&kernel(8, 106, 0, 32)), Ok(16), "SGPRs do not bound GFX10+");
+    }
+
+    #[test]
+    fn the_bound_names_the_register_file() {
+        let cdna = arch_limits("gfx942").unwrap();
+        assert_eq!(cdna.register_bound(&kernel(96, 20, 0, 64)), Ok((5, RegisterBound::Vgprs)));
+        assert_eq!(cdna.register_bound(&kernel(8, 106, 0, 64)), Ok((7, RegisterBound::Sgprs)));
+        // both bind at 7 waves: counted under VGPRs
+        assert_eq!(cdna.register_bound(&kernel(70, 106, 0, 64)), Ok((7, RegisterBound::Vgprs)));
+        assert_eq!(cdna.register_bound(&kernel(64, 100, 0, 64)), Ok((8, RegisterBound::None)));
+        assert_eq!(arch_limits("gfx1030").unwrap().register_bound(&kernel(67, 106, 0, 32)), Ok((12, RegisterBound::Vgprs)));
     }
 
     #[test]

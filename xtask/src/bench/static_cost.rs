@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use hip_build::occupancy::AMD_ARCH_LIMITS;
+use hip_build::kernel_resources::KernelResources;
+use hip_build::occupancy::{arch_limits, RegisterBound, AMD_ARCH_LIMITS};
 
 use super::table::markdown_table;
 use super::results::Table;
@@ -23,6 +24,9 @@ struct Kernel {
     scratch_without_spills: bool,
     /// `None` where upstream's sm_90 build has no such kernel.
     below_sm90: Option<bool>,
+    /// Below sm_90: what binds the kernel here ("96 VGPRs: 5 of 8 waves (62.5%)") and upstream's
+    /// figure on sm_90 ("30 registers, 100.0%").
+    below_sm90_why: Option<(String, String)>,
     lds_starved: bool,
     dot4: u32,
     dot4_mnemonics: Vec<String>,
@@ -110,7 +114,37 @@ pub fn section(md: &mut String, results: &Path) -> Result<()> {
         family_rows.push(row);
     }
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    markdown_table(md, &header, &family_rows)
+    markdown_table(md, &header, &family_rows)?;
+    below_sm90_section(md, &files)
+}
+
+/// One row per kernel below sm_90's occupancy on some arch: the register file that binds it
+/// there, arches with the same figures together.
+fn below_sm90_section(md: &mut String, files: &[ArchFile]) -> Result<()> {
+    // kernel -> (sm_90 figure, [(figure here, arches)])
+    let mut below: BTreeMap<&(String, String), (&str, Vec<(&str, Vec<&str>)>)> = BTreeMap::new();
+    for f in files {
+        for k in &f.kernels {
+            let Some((here, sm90)) = &k.below_sm90_why else { continue };
+            let (_, figures) = below.entry(&k.key).or_insert((sm90.as_str(), Vec::new()));
+            match figures.iter_mut().find(|(figure, _)| *figure == here.as_str()) {
+                Some((_, arches)) => arches.push(f.arch.as_str()),
+                None => figures.push((here.as_str(), vec![f.arch.as_str()])),
+            }
+        }
+    }
+    if below.is_empty() {
+        return Ok(());
+    }
+    writeln!(md, "Below sm_90's occupancy, per kernel ({}): the register file that holds it to fewer waves per SIMD on each arch (VGPRs in the granules of `hip_build::occupancy`, or GFX9's SGPR rule), beside upstream's registers and occupancy on sm_90. Why each needs those registers is in `bench/FINDINGS.md` (\"Below sm_90 occupancy\").\n", below.len())?;
+    let rows: Vec<Vec<String>> = below
+        .into_iter()
+        .map(|((module, kernel), (sm90, figures))| {
+            let here: Vec<String> = figures.into_iter().map(|(figure, arches)| format!("{}: {figure}", arches.join(", "))).collect();
+            vec![module.clone(), format!("`{kernel}`"), sm90.to_string(), here.join("; ")]
+        })
+        .collect();
+    markdown_table(md, &["module", "kernel", "sm_90", "AMD, where below sm_90"], &rows)
 }
 
 fn read_files(results: &Path) -> Result<Vec<ArchFile>> {
@@ -122,7 +156,7 @@ fn read_files(results: &Path) -> Result<Vec<ArchFile>> {
         let arch = stem.rsplit_once('-').map(|(_, a)| a.to_string()).with_context(|| format!("{name}: expected {FILE_PREFIX}<rocm>-<arch>.tsv"))?;
         let path = results.join(&name);
         let table = Table::read(&path)?;
-        let kernels = kernels_of(&table).with_context(|| path.display().to_string())?;
+        let kernels = kernels_of(&table, &arch).with_context(|| path.display().to_string())?;
         files.push(ArchFile { name, arch, kernels });
     }
     let order = |arch: &str| AMD_ARCH_LIMITS.iter().position(|l| l.arch == arch).unwrap_or(usize::MAX);
@@ -130,8 +164,9 @@ fn read_files(results: &Path) -> Result<Vec<ArchFile>> {
     Ok(files)
 }
 
-fn kernels_of(t: &Table) -> Result<Vec<Kernel>> {
-    let c: BTreeMap<&str, usize> = ["module", "kernel", "scratch_bytes", "vgpr_spills", "sgpr_spills", "waves_by_registers", "waves_by_lds", "occupancy_pct", "dot4", "dot4_mnemonics", "mfma", "wmma", "load_x4", "sm90_occupancy_pct"]
+fn kernels_of(t: &Table, arch: &str) -> Result<Vec<Kernel>> {
+    let limits = arch_limits(arch).with_context(|| format!("{arch}: not in hip_build::occupancy::AMD_ARCH_LIMITS"))?;
+    let c: BTreeMap<&str, usize> = ["module", "kernel", "vgprs", "agprs", "sgprs", "scratch_bytes", "lds_bytes", "vgpr_spills", "sgpr_spills", "wave_size", "max_workgroup_size", "waves_by_registers", "waves_by_lds", "occupancy_pct", "dot4", "dot4_mnemonics", "mfma", "wmma", "load_x4", "sm90_registers", "sm90_occupancy_pct"]
         .into_iter()
         .map(|name| t.column(name).map(|i| (name, i)))
         .collect::<Result<_>>()?;
@@ -146,12 +181,42 @@ fn kernels_of(t: &Table) -> Result<Vec<Kernel>> {
                 "-" => None,
                 _ => Some(number("occupancy_pct")? < number("sm90_occupancy_pct")?),
             };
+            let below_sm90_why = match below_sm90 {
+                Some(true) => {
+                    let int = |name: &str| -> Result<u32> { Ok(number(name)? as u32) };
+                    let resources = KernelResources {
+                        name: cell("kernel").to_string(),
+                        vgprs: int("vgprs")?,
+                        agprs: int("agprs")?,
+                        sgprs: int("sgprs")?,
+                        scratch_bytes: int("scratch_bytes")?,
+                        lds_bytes: int("lds_bytes")?,
+                        vgpr_spills: int("vgpr_spills")?,
+                        sgpr_spills: int("sgpr_spills")?,
+                        wavefront_size: int("wave_size")?,
+                        max_workgroup_size: int("max_workgroup_size")?,
+                    };
+                    let (waves, bound) = limits.register_bound(&resources).map_err(anyhow::Error::msg)?;
+                    if waves != int("waves_by_registers")? {
+                        anyhow::bail!("row {} ({}): waves_by_registers {} but its registers give {waves} on {arch}", i + 1, cell("kernel"), cell("waves_by_registers"));
+                    }
+                    let register_file = match bound {
+                        RegisterBound::Vgprs => format!("{} VGPRs", resources.vgprs),
+                        RegisterBound::Sgprs => format!("{} SGPRs", resources.sgprs),
+                        RegisterBound::None => anyhow::bail!("row {} ({}): below sm_90 at the arch's maximum waves", i + 1, cell("kernel")),
+                    };
+                    let here = format!("{register_file}: {waves} of {} waves ({}%)", limits.max_waves_per_simd, cell("occupancy_pct"));
+                    Some((here, format!("{} registers, {}%", cell("sm90_registers"), cell("sm90_occupancy_pct"))))
+                }
+                _ => None,
+            };
             Ok(Kernel {
                 family: family(cell("module")),
                 key: (cell("module").to_string(), cell("kernel").to_string()),
                 spills,
                 scratch_without_spills: !spills && number("scratch_bytes")? > 0.0,
                 below_sm90,
+                below_sm90_why,
                 lds_starved: number("waves_by_lds")? < number("waves_by_registers")?,
                 dot4: number("dot4")? as u32,
                 dot4_mnemonics: match cell("dot4_mnemonics") {
@@ -184,7 +249,16 @@ mod tests {
         set(&mut row, "dot4", dot4);
         set(&mut row, "wmma", wmma);
         set(&mut row, "dot4_mnemonics", if dot4 == "0" { "-" } else { "v_dot4_i32_i8:4" });
+        // 50% by VGPRs on either kind of arch: CDNA 4 of 8 waves, RDNA3 8 of 16
+        let (wave, vgprs, waves, lds_waves) = if arch.starts_with("gfx9") { ("64", "128", "4", "8") } else { ("32", "192", "8", "16") };
+        set(&mut row, "waves_by_lds", lds_waves);
+        set(&mut row, "wave_size", wave);
+        set(&mut row, "vgprs", vgprs);
+        set(&mut row, "waves_by_registers", waves);
+        set(&mut row, "sgprs", "20");
+        set(&mut row, "max_workgroup_size", "256");
         set(&mut row, "occupancy_pct", "50.0");
+        set(&mut row, "sm90_registers", "80");
         set(&mut row, "sm90_occupancy_pct", "75.0");
         set(&mut row, "vgpr_spills", "2");
         t.push(row);
@@ -212,6 +286,34 @@ mod tests {
         let mut md = String::new();
         section(&mut md, dir.path()).unwrap();
         assert!(md.contains("| gfx1100 | 1 | 1 | 0 | 1 | 0 | 0 (0) | none | 0 | 0 | 1 | 0 of 0 |"), "{md}");
+    }
+
+    #[test]
+    fn each_kernel_below_sm90_is_named_with_what_binds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        file(dir.path(), "gfx942", "4");
+        file(dir.path(), "gfx90a", "0");
+        file_with(dir.path(), "gfx1100", "0", "8");
+        let mut md = String::new();
+        section(&mut md, dir.path()).unwrap();
+        assert!(
+            md.contains("| mmvq_gguf | `mul_mat_vec_q4_0_q8_1` | 80 registers, 75.0% | gfx90a, gfx942: 128 VGPRs: 4 of 8 waves (50.0%); gfx1100: 192 VGPRs: 8 of 16 waves (50.0%) |"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn waves_that_the_registers_do_not_give_are_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        file(dir.path(), "gfx942", "4");
+        let path = dir.path().join("kernel-resources-rocm7.2-gfx942.tsv");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut t = Table::read(&path).unwrap();
+        let col = t.column("waves_by_registers").unwrap();
+        t.rows[0][col] = "5".into();
+        t.write(&path).unwrap();
+        let err = format!("{:#}", section(&mut String::new(), dir.path()).unwrap_err());
+        assert!(err.contains("mul_mat_vec_q4_0_q8_1") && err.contains("waves_by_registers 5 but its registers give 4"), "{err}\n{text}");
     }
 
     #[test]
