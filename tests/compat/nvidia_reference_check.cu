@@ -122,10 +122,12 @@ __global__ void k_fp8_decode(uint16_t* h, uint32_t* f) {
 }
 
 // Pairs of 16-bit patterns: min/max, arithmetic (bf16), pair ops (bf16x2).
-__global__ void k_pairs(const uint32_t* ab, uint64_t n, uint16_t* out /* 23 per pair */) {
+// Outputs of k_pairs per pair.
+constexpr int PAIR_OUTPUTS = 31;
+__global__ void k_pairs(const uint32_t* ab, uint64_t n, uint16_t* out /* PAIR_OUTPUTS per pair */) {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         const uint16_t a = (uint16_t)ab[i], b = (uint16_t)(ab[i] >> 16);
-        uint16_t* o = out + 23 * i;
+        uint16_t* o = out + PAIR_OUTPUTS * i;
         o[0] = __half_as_ushort(__hmax(dhalf(a), dhalf(b)));
         o[1] = __half_as_ushort(__hmin(dhalf(a), dhalf(b)));
         o[2] = __half_as_ushort(__hmax_nan(dhalf(a), dhalf(b)));
@@ -152,6 +154,12 @@ __global__ void k_pairs(const uint32_t* ab, uint64_t n, uint16_t* out /* 23 per 
         o[20] = candle_hmin(p, q).bits;
         o[21] = candle_hmax_nan(p, q).bits;
         o[22] = candle_hmin_nan(p, q).bits;
+        // 23-30: the portable candle_minmax_impl, which AMD runs (NVIDIA takes the hooks above)
+        for (int m = 0; m < 4; ++m) {
+            const bool want_max = (m & 1) == 0, propagate_nan = (m & 2) != 0;
+            o[23 + m] = __half_as_ushort(candle_minmax_impl(dhalf(a), dhalf(b), want_max, propagate_nan));
+            o[27 + m] = candle_minmax_impl(p, q, want_max, propagate_nan).bits;
+        }
     }
 }
 __global__ void k_pairs2(const uint32_t* ab, uint64_t n, uint32_t* out /* 3 per pair */) {
@@ -382,27 +390,33 @@ int main() {
             hab[i] = a | ((uint32_t)b << 16);
         }
         uint32_t* dab; uint16_t* dout; uint32_t* dout2;
-        CK(cudaMalloc(&dab, 4 * n)); CK(cudaMalloc(&dout, 46 * n)); CK(cudaMalloc(&dout2, 12 * n));
+        CK(cudaMalloc(&dab, 4 * n)); CK(cudaMalloc(&dout, 2 * PAIR_OUTPUTS * n)); CK(cudaMalloc(&dout2, 12 * n));
         CK(cudaMemcpy(dab, hab.data(), 4 * n, cudaMemcpyHostToDevice));
         k_pairs<<<grid, block>>>(dab, n, dout);
         k_pairs2<<<grid, block>>>(dab, n, dout2);
         CK(cudaGetLastError());
-        std::vector<uint16_t> ho(23 * n); std::vector<uint32_t> ho2(3 * n);
-        CK(cudaMemcpy(ho.data(), dout, 46 * n, cudaMemcpyDeviceToHost));
+        std::vector<uint16_t> ho(PAIR_OUTPUTS * n); std::vector<uint32_t> ho2(3 * n);
+        CK(cudaMemcpy(ho.data(), dout, 2 * PAIR_OUTPUTS * n, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(ho2.data(), dout2, 12 * n, cudaMemcpyDeviceToHost));
         // 12-14 and 15-22: candle_bf16's operators and candle_hmax/hmin(_nan) in the device
-        // pass (hip-on-cuda's platform hooks) against the same on the host (the portable code)
-        const char* names[23] = {"half __hmax", "half __hmin", "half __hmax_nan", "half __hmin_nan",
+        // pass (hip-on-cuda's platform hooks) against the same on the host (the portable code);
+        // 23-30: the portable candle_minmax_impl in the device pass against the same
+        const char* names[PAIR_OUTPUTS] = {"half __hmax", "half __hmin", "half __hmax_nan", "half __hmin_nan",
                                  "bf16 __hmax", "bf16 __hmin", "bf16 __hmax_nan", "bf16 __hmin_nan",
                                  "bf16 operator+", "bf16 operator-", "bf16 operator*", "bf16 operator/",
                                  "candle_bf16 + platform hook", "candle_bf16 - platform hook", "candle_bf16 * platform hook",
                                  "half candle_hmax hook", "half candle_hmin hook", "half candle_hmax_nan hook",
                                  "half candle_hmin_nan hook", "bf16 candle_hmax hook", "bf16 candle_hmin hook",
-                                 "bf16 candle_hmax_nan hook", "bf16 candle_hmin_nan hook"};
-        for (int k = 0; k < 23; ++k) {
+                                 "bf16 candle_hmax_nan hook", "bf16 candle_hmin_nan hook",
+                                 "half candle_minmax_impl max", "half candle_minmax_impl min",
+                                 "half candle_minmax_impl max_nan", "half candle_minmax_impl min_nan",
+                                 "bf16 candle_minmax_impl max", "bf16 candle_minmax_impl min",
+                                 "bf16 candle_minmax_impl max_nan", "bf16 candle_minmax_impl min_nan"};
+        for (int k = 0; k < PAIR_OUTPUTS; ++k) {
             auto ref = [&](uint64_t i) -> uint16_t {
                 const uint16_t a = (uint16_t)hab[i], b = (uint16_t)(hab[i] >> 16);
                 if (k < 8) return ref_minmax(a, b, k >= 4, (k & 1) == 0, (k & 2) != 0);
+                if (k >= 23) return ref_minmax(a, b, k >= 27, ((k - 23) & 1) == 0, ((k - 23) & 2) != 0);
                 if (k >= 15) return ref_minmax(a, b, k >= 19, ((k - 15) & 1) == 0, ((k - 15) & 2) != 0);
                 if (k >= 12) {
                     const candle_bf16 p = candle_bf16::from_bits(a), q = candle_bf16::from_bits(b);
@@ -412,13 +426,13 @@ int main() {
                 return f2b(k == 8 ? fa + fb : k == 9 ? fa - fb : k == 10 ? fa * fb : fa / fb);
             };
             auto same = [&](uint64_t i) {
-                const uint16_t r = ref(i), g = ho[23 * i + k];
+                const uint16_t r = ref(i), g = ho[PAIR_OUTPUTS * i + k];
                 return r == g;
             };
             char label[96];
             std::snprintf(label, sizeof label, "%s (random pairs)", names[k]);
             result(label, n, par_count(n, same, [&](uint64_t i) {
-                std::printf("  %s a=0x%04x b=0x%04x nvidia=0x%04x ours=0x%04x\n", names[k], hab[i] & 0xFFFF, hab[i] >> 16, ho[23 * i + k], ref(i)); }));
+                std::printf("  %s a=0x%04x b=0x%04x nvidia=0x%04x ours=0x%04x\n", names[k], hab[i] & 0xFFFF, hab[i] >> 16, ho[PAIR_OUTPUTS * i + k], ref(i)); }));
         }
         // bf16 pairs: lanes (a,b) op (b,a).
         auto ref2 = [&](uint64_t i, int k) -> uint32_t {

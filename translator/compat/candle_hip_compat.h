@@ -218,19 +218,20 @@ template <typename H> CANDLE_DI bool candle_hisnan_impl(H a) {
     return (candle_half_traits<H>::to_bits(a) & 0x7FFFu) > candle_half_traits<H>::inf_bits;
 }
 
+// The result is chosen as bits, not as one of two H objects: HIP 5.2's clang kept a
+// choice between two half/bf16 structs as a choice between their addresses, in 8 bytes of
+// scratch per thread (the f16/bf16 minimum/maximum kernels). Every case is worked out and
+// then selected, without branches (ROCm 7.2's clang otherwise branches per case).
 template <typename H> CANDLE_DI H candle_minmax_impl(H a, H b, bool want_max, bool propagate_nan) {
     typedef candle_half_traits<H> T;
+    const uint16_t ab = T::to_bits(a), bb = T::to_bits(b);
     const bool a_nan = candle_hisnan_impl(a), b_nan = candle_hisnan_impl(b);
-    if (a_nan || b_nan) {
-        if (propagate_nan || (a_nan && b_nan)) return T::from_bits(0x7FFFu);
-        return a_nan ? b : a;
-    }
+    const uint16_t if_nan = (propagate_nan || (a_nan && b_nan)) ? uint16_t(0x7FFFu) : (a_nan ? bb : ab);
     const float fa = T::to_float(a), fb = T::to_float(b);
-    if (fa == fb) { // equal values; only +0 / -0 can differ in bits
-        const bool a_neg = (T::to_bits(a) & 0x8000u) != 0;
-        return (want_max == a_neg) ? b : a;
-    }
-    return (want_max ? fa > fb : fa < fb) ? a : b;
+    // equal values: only +0 / -0 can differ in bits
+    const uint16_t if_equal = (want_max == ((ab & 0x8000u) != 0)) ? bb : ab;
+    const uint16_t if_ordered = (want_max ? fa > fb : fa < fb) ? ab : bb;
+    return T::from_bits((a_nan || b_nan) ? if_nan : (fa == fb ? if_equal : if_ordered));
 }
 
 // A platform may name native min/max instructions for the device pass by
