@@ -33,7 +33,8 @@
 # gfx1201): an emulated AMD build. KERNELS_DIR and its ../MANIFEST.toml are
 # copied to OUT_DIR/amd-emu-src/, the AMD vector aliases in its .h/.cuh/.hip
 # files (`__attribute__((__vector_size__(K * sizeof(T)))) T`,
-# `__attribute__((ext_vector_type(K))) T`, which nvcc rejects in device code)
+# `__attribute__((ext_vector_type(K))) T`, `typedef T name __attribute__((ext_vector_type(K)));`,
+# which nvcc rejects in device code)
 # are rewritten to candle_emu_vector<T, K> (any vector type left over is an
 # error, named by file:line), and that copy is compiled with
 # `-include tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation.h -D__gfxNNNN__
@@ -72,8 +73,10 @@ if [[ -n ${AMD_ARCH:-} ]]; then
     if [[ -f $KERNELS/../MANIFEST.toml ]]; then cp "$KERNELS/../MANIFEST.toml" "$EMU_SRC/MANIFEST.toml"; fi
     find "$EMU_SRC/kernels" -type f \( -name '*.h' -o -name '*.cuh' -o -name '*.hip' \) -print0 | xargs -0 -r sed -E -i \
         -e 's/__attribute__\(\(__vector_size__\(([0-9]+)[[:space:]]*\*[[:space:]]*sizeof\(([A-Za-z_][A-Za-z0-9_]*)\)\)\)\)[[:space:]]+\2\b/candle_emu_vector<\2, \1>/g' \
-        -e 's/__attribute__\(\(ext_vector_type\(([0-9]+)\)\)\)[[:space:]]+([A-Za-z_][A-Za-z0-9_]*)\b/candle_emu_vector<\2, \1>/g'
-    left=$(cd "$EMU_SRC/kernels" && grep -rnE --include='*.h' --include='*.cuh' --include='*.hip' 'vector_size|ext_vector_type' . | sed 's|^\./||' || true)
+        -e 's/__attribute__\(\(ext_vector_type\(([0-9]+)\)\)\)[[:space:]]+([A-Za-z_][A-Za-z0-9_]*)\b/candle_emu_vector<\2, \1>/g' \
+        -e 's/typedef[[:space:]]+([A-Za-z_][A-Za-z0-9_]*)[[:space:]]+([A-Za-z_][A-Za-z0-9_]*)[[:space:]]+__attribute__\(\(ext_vector_type\(([0-9]+)\)\)\);/typedef candle_emu_vector<\1, \3> \2;/g'
+    # comment lines name the attributes too (candle_elementwise.h): only code counts
+    left=$(cd "$EMU_SRC/kernels" && grep -rnE --include='*.h' --include='*.cuh' --include='*.hip' 'vector_size|ext_vector_type' . | sed 's|^\./||' | grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' || true)
     [[ -z $left ]] || die "AMD_ARCH=$AMD_ARCH: vector types left after the rewrite to candle_emu_vector (nvcc rejects them in device code):
 $left"
     EMU_FLAGS=(-include "$HERE/../tests/amd_emulation/rdna_on_nvidia/amd_gfx_emulation.h" "-D__${AMD_ARCH}__" "-D__GFX${AMD_ARCH:3:2}__")

@@ -4506,13 +4506,25 @@ static __device__ __forceinline__ float vec_dot_q4_1_q8_1_mul_mat(
 }
 
 
+#include "candle_ggml_hip_arch.h"
+// ggml's tile for the mul_mat_q kernels (rule quantized-mmq-tiles), as its MMQ chose before the rewrite: RDNA2 and
+// later (gfx103x, gfx11, gfx12) the _RDNA2 tiles, other AMD arches the _RDNA1 tiles, NVIDIA upstream's _AMPERE ones.
+// The ROCm launcher takes the same tile from quantized_mmq_tiles.rs by the device's ggml compute capability.
+#if defined(RDNA2) || defined(__GFX11__) || defined(__GFX12__)
+#define CANDLE_MMQ_TILE(name) name##_RDNA2
+#elif defined(GGML_USE_HIP)
+#define CANDLE_MMQ_TILE(name) name##_RDNA1
+#else
+#define CANDLE_MMQ_TILE(name) name##_AMPERE
+#endif
+
 extern "C" __global__ void
-    __launch_bounds__(128) mul_mat_q4_0(
+    __launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q4_0)) mul_mat_q4_0(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
-    const int mmq_x  =  MMQ_X_Q4_0_AMPERE;
-    const int mmq_y  =  MMQ_Y_Q4_0_AMPERE;
-    const int nwarps = NWARPS_Q4_0_AMPERE;
+    const int mmq_x  =  CANDLE_MMQ_TILE(MMQ_X_Q4_0);
+    const int mmq_y  =  CANDLE_MMQ_TILE(MMQ_Y_Q4_0);
+    const int nwarps = CANDLE_MMQ_TILE(NWARPS_Q4_0);
 
     mul_mat_q<QK4_0, QR4_0, QI4_0, true, block_q4_0, mmq_x, mmq_y, nwarps, allocate_tiles_q4_0<mmq_y>,
         load_tiles_q4_0<mmq_y, nwarps, true>, VDR_Q4_0_Q8_1_MMQ, vec_dot_q4_0_q8_1_mul_mat>
@@ -4520,12 +4532,12 @@ extern "C" __global__ void
 }
 
 extern "C" __global__ void
-    __launch_bounds__(128) mul_mat_q4_1(
+    __launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q4_1)) mul_mat_q4_1(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
-    const int mmq_x  =  MMQ_X_Q4_1_AMPERE;
-    const int mmq_y  =  MMQ_Y_Q4_1_AMPERE;
-    const int nwarps = NWARPS_Q4_1_AMPERE;
+    const int mmq_x  =  CANDLE_MMQ_TILE(MMQ_X_Q4_1);
+    const int mmq_y  =  CANDLE_MMQ_TILE(MMQ_Y_Q4_1);
+    const int nwarps = CANDLE_MMQ_TILE(NWARPS_Q4_1);
 
     mul_mat_q<QK4_1, QR4_1, QI4_1, true, block_q4_1, mmq_x, mmq_y, nwarps, allocate_tiles_q4_1<mmq_y>,
         load_tiles_q4_1<mmq_y, nwarps, true>, VDR_Q4_1_Q8_1_MMQ, vec_dot_q4_1_q8_1_mul_mat>
@@ -4534,12 +4546,12 @@ extern "C" __global__ void
 
 
 extern "C" __global__ void
-    __launch_bounds__(128) mul_mat_q5_0(
+    __launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q5_0)) mul_mat_q5_0(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
-    const int mmq_x  =  MMQ_X_Q5_0_AMPERE;
-    const int mmq_y  =  MMQ_Y_Q5_0_AMPERE;
-    const int nwarps = NWARPS_Q5_0_AMPERE;
+    const int mmq_x  =  CANDLE_MMQ_TILE(MMQ_X_Q5_0);
+    const int mmq_y  =  CANDLE_MMQ_TILE(MMQ_Y_Q5_0);
+    const int nwarps = CANDLE_MMQ_TILE(NWARPS_Q5_0);
 
     mul_mat_q<QK5_0, QR5_0, QI5_0, false, block_q5_0, mmq_x, mmq_y, nwarps, allocate_tiles_q5_0<mmq_y>,
         load_tiles_q5_0<mmq_y, nwarps, true>, VDR_Q5_0_Q8_1_MMQ, vec_dot_q5_0_q8_1_mul_mat>
@@ -4547,12 +4559,12 @@ extern "C" __global__ void
 }
 
 extern "C" __global__ void
-__launch_bounds__(128) mul_mat_q5_1(
+__launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q5_1)) mul_mat_q5_1(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
-    const int mmq_x  =  MMQ_X_Q5_1_AMPERE;
-    const int mmq_y  =  MMQ_Y_Q5_1_AMPERE;
-    const int nwarps = NWARPS_Q5_1_AMPERE;
+    const int mmq_x  =  CANDLE_MMQ_TILE(MMQ_X_Q5_1);
+    const int mmq_y  =  CANDLE_MMQ_TILE(MMQ_Y_Q5_1);
+    const int nwarps = CANDLE_MMQ_TILE(NWARPS_Q5_1);
 
     mul_mat_q<QK5_1, QR5_1, QI5_1, true, block_q5_1, mmq_x, mmq_y, nwarps, allocate_tiles_q5_1<mmq_y>,
         load_tiles_q5_1<mmq_y, nwarps, true>, VDR_Q5_1_Q8_1_MMQ, vec_dot_q5_1_q8_1_mul_mat>
@@ -4560,12 +4572,12 @@ __launch_bounds__(128) mul_mat_q5_1(
 }
 
 extern "C" __global__ void
-    __launch_bounds__(128) mul_mat_q8_0(
+    __launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q8_0)) mul_mat_q8_0(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
-    const int mmq_x  =  MMQ_X_Q8_0_AMPERE;
-    const int mmq_y  =  MMQ_Y_Q8_0_AMPERE;
-    const int nwarps = NWARPS_Q8_0_AMPERE;
+    const int mmq_x  =  CANDLE_MMQ_TILE(MMQ_X_Q8_0);
+    const int mmq_y  =  CANDLE_MMQ_TILE(MMQ_Y_Q8_0);
+    const int nwarps = CANDLE_MMQ_TILE(NWARPS_Q8_0);
 
     mul_mat_q<QK8_0, QR8_0, QI8_0, false, block_q8_0, mmq_x, mmq_y, nwarps, allocate_tiles_q8_0<mmq_y>,
         load_tiles_q8_0<mmq_y, nwarps, true>, VDR_Q8_0_Q8_1_MMQ, vec_dot_q8_0_q8_1_mul_mat>
@@ -4573,60 +4585,60 @@ extern "C" __global__ void
 }
 
 extern "C" __global__ void
-__launch_bounds__(128) mul_mat_q2_K(
+__launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q2_K)) mul_mat_q2_K(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
-    const int mmq_x  =  MMQ_X_Q2_K_AMPERE;
-    const int mmq_y  =  MMQ_Y_Q2_K_AMPERE;
-    const int nwarps = NWARPS_Q2_K_AMPERE;
+    const int mmq_x  =  CANDLE_MMQ_TILE(MMQ_X_Q2_K);
+    const int mmq_y  =  CANDLE_MMQ_TILE(MMQ_Y_Q2_K);
+    const int nwarps = CANDLE_MMQ_TILE(NWARPS_Q2_K);
     mul_mat_q<QK_K, QR2_K, QI2_K, false, block_q2_K, mmq_x, mmq_y, nwarps, allocate_tiles_q2_K<mmq_y>,
         load_tiles_q2_K<mmq_y, nwarps, true>, VDR_Q2_K_Q8_1_MMQ, vec_dot_q2_K_q8_1_mul_mat>
         (vx, vy, dst, ncols_x, nrows_x, ncols_y, nrows_y, nrows_dst);
 }
 
 extern "C" __global__ void
-    __launch_bounds__(128) mul_mat_q3_K(
+    __launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q3_K)) mul_mat_q3_K(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
-    const int mmq_x  =  MMQ_X_Q3_K_AMPERE;
-    const int mmq_y  =  MMQ_Y_Q3_K_AMPERE;
-    const int nwarps = NWARPS_Q3_K_AMPERE;
+    const int mmq_x  =  CANDLE_MMQ_TILE(MMQ_X_Q3_K);
+    const int mmq_y  =  CANDLE_MMQ_TILE(MMQ_Y_Q3_K);
+    const int nwarps = CANDLE_MMQ_TILE(NWARPS_Q3_K);
     mul_mat_q<QK_K, QR3_K, QI3_K, false, block_q3_K, mmq_x, mmq_y, nwarps, allocate_tiles_q3_K<mmq_y>,
         load_tiles_q3_K<mmq_y, nwarps, true>, VDR_Q3_K_Q8_1_MMQ, vec_dot_q3_K_q8_1_mul_mat>
         (vx, vy, dst, ncols_x, nrows_x, ncols_y, nrows_y, nrows_dst);
 }
 
 extern "C" __global__ void
-    __launch_bounds__(128) mul_mat_q4_K(
+    __launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q4_K)) mul_mat_q4_K(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
-    const int mmq_x  =  MMQ_X_Q4_K_AMPERE;
-    const int mmq_y  =  MMQ_Y_Q4_K_AMPERE;
-    const int nwarps = NWARPS_Q4_K_AMPERE;
+    const int mmq_x  =  CANDLE_MMQ_TILE(MMQ_X_Q4_K);
+    const int mmq_y  =  CANDLE_MMQ_TILE(MMQ_Y_Q4_K);
+    const int nwarps = CANDLE_MMQ_TILE(NWARPS_Q4_K);
     mul_mat_q<QK_K, QR4_K, QI4_K, true, block_q4_K, mmq_x, mmq_y, nwarps, allocate_tiles_q4_K<mmq_y>,
         load_tiles_q4_K<mmq_y, nwarps, true>, VDR_Q4_K_Q8_1_MMQ, vec_dot_q4_K_q8_1_mul_mat>
         (vx, vy, dst, ncols_x, nrows_x, ncols_y, nrows_y, nrows_dst);
 }
 
 extern "C" __global__ void
-__launch_bounds__(128) mul_mat_q5_K(
+__launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q5_K)) mul_mat_q5_K(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
-    const int mmq_x  =  MMQ_X_Q5_K_AMPERE;
-    const int mmq_y  =  MMQ_Y_Q5_K_AMPERE;
-    const int nwarps = NWARPS_Q5_K_AMPERE;
+    const int mmq_x  =  CANDLE_MMQ_TILE(MMQ_X_Q5_K);
+    const int mmq_y  =  CANDLE_MMQ_TILE(MMQ_Y_Q5_K);
+    const int nwarps = CANDLE_MMQ_TILE(NWARPS_Q5_K);
     mul_mat_q<QK_K, QR5_K, QI5_K, true, block_q5_K, mmq_x, mmq_y, nwarps, allocate_tiles_q5_K<mmq_y>,
         load_tiles_q5_K<mmq_y, nwarps, true>, VDR_Q5_K_Q8_1_MMQ, vec_dot_q5_K_q8_1_mul_mat>
         (vx, vy, dst, ncols_x, nrows_x, ncols_y, nrows_y, nrows_dst);
 }
 
 extern "C" __global__ void
-    __launch_bounds__(128) mul_mat_q6_K(
+    __launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q6_K)) mul_mat_q6_K(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
-    const int mmq_x  =  MMQ_X_Q6_K_AMPERE;
-    const int mmq_y  =  MMQ_Y_Q6_K_AMPERE;
-    const int nwarps = NWARPS_Q6_K_AMPERE;
+    const int mmq_x  =  CANDLE_MMQ_TILE(MMQ_X_Q6_K);
+    const int mmq_y  =  CANDLE_MMQ_TILE(MMQ_Y_Q6_K);
+    const int nwarps = CANDLE_MMQ_TILE(NWARPS_Q6_K);
     mul_mat_q<QK_K, QR6_K, QI6_K, false, block_q6_K, mmq_x, mmq_y, nwarps, allocate_tiles_q6_K<mmq_y>,
         load_tiles_q6_K<mmq_y, nwarps, true>, VDR_Q6_K_Q8_1_MMQ, vec_dot_q6_K_q8_1_mul_mat>
         (vx, vy, dst, ncols_x, nrows_x, ncols_y, nrows_y, nrows_dst);

@@ -98,6 +98,9 @@ fn run() -> Result<()> {
     let ffi = kernels_dir.join("ffi.rs");
     let ffi_text = std::fs::read_to_string(&ffi).map_err(|e| format!("{}: {e}\nthe launcher declarations (`ffi.rs`, written by `cargo xtask regen`) are missing", ffi.display()))?;
     write(&out_dir.join("ffi.rs"), &ffi_text)?;
+    let tiles = kernels_dir.join("quantized_mmq_tiles.rs");
+    let tiles_text = std::fs::read_to_string(&tiles).map_err(|e| format!("{}: {e}\nthe launcher's MMQ tile table (`quantized_mmq_tiles.rs`, written by `cargo xtask regen`) is missing", tiles.display()))?;
+    write(&out_dir.join("quantized_mmq_tiles.rs"), &tiles_text)?;
 
     let mut jobs =
         hip_build::plan::kernel_jobs(&kernels_dir, &out_dir.join("hip"), &arches, &static_library)

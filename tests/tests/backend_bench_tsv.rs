@@ -83,6 +83,22 @@ fn join_of_single_runs_has_no_spread_line() {
     assert_eq!(rows_of(&out)[0], vec!["slow", "1x1", "f32", "10.000", "12.000", "0.833"]);
 }
 
+/// The merge of one run knows no spread: it writes no `us_max`, so the join names no row
+/// as beyond it (with `us_max = us` every slower row would be).
+#[test]
+fn merge_of_one_run_writes_no_spread() {
+    let dir = tempfile::tempdir().unwrap();
+    let cuda = merged(dir.path(), "cuda", &[&[("slow", 10.0)]]);
+    let rocm = merged(dir.path(), "rocm", &[&[("slow", 12.0)]]);
+    let text = std::fs::read_to_string(&cuda).unwrap();
+    assert!(text.contains("# merged: one run (") && text.contains(&format!("\n{}\n", tsv::HEADER)), "{text}");
+    assert_eq!(rows_of(&cuda), vec![vec!["slow", "1x1", "f32", "10.000"]]);
+    let out = dir.path().join("joined.tsv").to_str().unwrap().to_string();
+    tsv::join(&cuda, &rocm, &out).unwrap();
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!text.contains("# spread"), "{text}");
+}
+
 #[test]
 fn a_file_without_a_known_header_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -27,7 +27,8 @@
 //! The TSV: `# ` comment lines (backend, device, candle, method), then the header
 //! `benchmark\tshape\tdtype\tus` and one row per benchmark that ran. A benchmark that fails
 //! (an op the backend lacks) gets a `# error` comment line instead of a row. A merged file
-//! has the header `benchmark\tshape\tdtype\tus\tus_max`: the fastest and the slowest run. The
+//! has the header `benchmark\tshape\tdtype\tus\tus_max`: the fastest and the slowest run (the
+//! merge of a single run keeps the plain header: it knows no spread). The
 //! joined table: `benchmark\tshape\tdtype\tcuda_us\trocm_us\tratio`, ratio = cuda_us / rocm_us
 //! (>= 1: the ROCm backend is at least as fast), `NA` where one side has no row; joined from
 //! merged files, its `# spread:` line says how many rows below 0.95 have ROCm's fastest run

@@ -74,14 +74,26 @@ pub fn merge(inputs: &[String], out: &str) -> std::result::Result<(), String> {
         s.push_str(c);
         s.push('\n');
     }
-    s.push_str(&format!("# merged: per benchmark the minimum (us) and the maximum (us_max) over {} runs ({})\n", inputs.len(), inputs.join(", ")));
-    s.push_str(MERGED_HEADER);
+    // one time per row (a single run): no spread is known, so no us_max, which `join`
+    // would otherwise take for one (every slower row beyond it)
+    let spread = order.iter().any(|k| vals[k].len() > 1);
+    if spread {
+        s.push_str(&format!("# merged: per benchmark the minimum (us) and the maximum (us_max) over {} runs ({})\n", inputs.len(), inputs.join(", ")));
+        s.push_str(MERGED_HEADER);
+    } else {
+        s.push_str(&format!("# merged: one run ({}): no spread (us_max) known\n", inputs.join(", ")));
+        s.push_str(HEADER);
+    }
     s.push('\n');
     for k in &order {
         let v = &vals[k];
         let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
         let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        s.push_str(&format!("{}\t{}\t{}\t{min:.3}\t{max:.3}\n", k.0, k.1, k.2));
+        if spread {
+            s.push_str(&format!("{}\t{}\t{}\t{min:.3}\t{max:.3}\n", k.0, k.1, k.2));
+        } else {
+            s.push_str(&format!("{}\t{}\t{}\t{min:.3}\n", k.0, k.1, k.2));
+        }
     }
     std::fs::write(out, s).map_err(|e| format!("{out}: {e}"))
 }

@@ -20,6 +20,7 @@ pub(crate) fn fake_stream() -> Arc<HipStream> {
         event_tracking: AtomicBool::new(true),
         error_state: AtomicU32::new(0),
         attributes: Default::default(),
+        ggml_cc: Default::default(),
     });
     Arc::new(HipStream { stream: std::ptr::null_mut(), ctx })
 }
@@ -431,6 +432,8 @@ mod gpu {
         } else {
             assert_eq!(cc, major * 100 + minor * 10);
         }
+        assert_eq!(ctx.ggml_compute_capability().unwrap(), cc, "the context's cached value");
+        assert_eq!(ctx.ggml_compute_capability().unwrap(), cc, "read again from the cache");
         println!("{}: gcnArchName {name}, ggml cc {cc:#x}", ctx.name().unwrap());
     }
 

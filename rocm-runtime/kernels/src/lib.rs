@@ -128,6 +128,14 @@ pub mod ffi {
     include!(concat!(env!("OUT_DIR"), "/ffi.rs"));
 }
 
+/// The tiles [`QUANTIZED`]'s `mul_mat_q*` kernels take on AMD: ggml's, chosen per
+/// arch in each device pass, and here for the launcher by ggml compute capability
+/// (`quantized_mmq_tiles.rs`, written by `cargo xtask regen` from the same
+/// definitions: rule `quantized-mmq-tiles`).
+pub mod quantized_mmq_tiles {
+    include!(concat!(env!("OUT_DIR"), "/quantized_mmq_tiles.rs"));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,5 +185,28 @@ mod tests {
             fill.windows(8).any(|w| w == b"fill_f32"),
             "no fill_f32 kernel in FILL"
         );
+    }
+
+    /// The launcher's tile table names kernels of [`QUANTIZED`], and chooses by ggml
+    /// compute capability: none on NVIDIA, the second tile on CDNA and RDNA1, the first
+    /// from RDNA2 on.
+    #[test]
+    fn quantized_mmq_tiles_choose_by_compute_capability() {
+        use quantized_mmq_tiles::{amd_tile, AMD_TILES};
+        let co = QUANTIZED.embedded_code_object();
+        assert!(!AMD_TILES.is_empty());
+        for &(kernel, first, second) in AMD_TILES {
+            assert!(co.windows(kernel.len()).any(|w| w == kernel.as_bytes()), "no {kernel} in QUANTIZED");
+            let tile = |[x, y, w]: [u32; 3]| Some((x, y, w));
+            assert_eq!(amd_tile(kernel, 900), None, "NVIDIA (sm_90 through hip-on-cuda)");
+            for cc in [0x100090a, 0x1000942, 0x1000950, 0x1001010] {
+                assert_eq!(amd_tile(kernel, cc), tile(second), "{kernel} at {cc:#x}");
+            }
+            for cc in [0x1001030, 0x1001100, 0x1001151, 0x1001201] {
+                assert_eq!(amd_tile(kernel, cc), tile(first), "{kernel} at {cc:#x}");
+            }
+            assert_eq!(first[2] * 32 % 64, 0, "{kernel}: whole wave64 waves");
+        }
+        assert_eq!(amd_tile("no_such_kernel", 0x1001100), None);
     }
 }

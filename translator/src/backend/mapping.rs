@@ -280,7 +280,8 @@ macro_rules! wavefront {
 
 /// Rule `wave-launches`: candle-nn launches its row kernels with one 32-lane
 /// warp; on ROCm they get the device's whole wavefront (64 on CDNA), over
-/// which the kernels reduce (kernel rule `wave-rows`).
+/// which the kernels reduce (kernel rule `wave-rows`). candle-core's older MMQ
+/// launcher takes ggml's AMD tile on AMD (kernel rule `quantized-mmq-tiles`).
 pub const WAVE_LAUNCHES: &[Replacement] = &[
     Replacement {
         krate: "candle-nn",
@@ -299,6 +300,18 @@ pub const WAVE_LAUNCHES: &[Replacement] = &[
         with: concat!("if n_cols < 1024 { ", wavefront!(), " } else { 1024 }"),
         count: 2,
         why: "rms norm and layer norm: one wavefront per row below 1024 columns",
+    },
+    Replacement {
+        krate: "candle-core",
+        file: "src/quantized/cuda.rs",
+        inside: "fn mul_mat_via_q8_1",
+        upstream: "candle_rocm_hip :: driver :: LaunchConfig { grid_dim : (ceil_div (x_rows , mmq_y) as u32 , ceil_div (y_cols , mmq_x) as u32 , 1 ,) , block_dim : (WARP_SIZE as u32 , 4 , 1) , shared_mem_bytes : 0 }",
+        with: concat!(
+            "{ let (mmq_x, mmq_y, nwarps) = candle_rocm_kernels::quantized_mmq_tiles::amd_tile(kernel_name, dev.rocm_stream().context().ggml_compute_capability().w()?).unwrap_or((mmq_x, mmq_y, 4)); ",
+            "candle_rocm_hip::driver::LaunchConfig { grid_dim: (ceil_div(x_rows, mmq_y as usize) as u32, ceil_div(y_cols, mmq_x as usize) as u32, 1), block_dim: (WARP_SIZE as u32, nwarps, 1), shared_mem_bytes: 0 } }"
+        ),
+        count: 1,
+        why: "mul_mat_q*: on AMD the tile the kernel takes there (ggml's _RDNA2/_RDNA1, kernel rule quantized-mmq-tiles), upstream's (the match's mmq_x/mmq_y, 4 warps) on NVIDIA",
     },
 ];
 

@@ -6,7 +6,12 @@
 //! the norms with 32 threads below 1024 columns, one 32-lane warp per row. On
 //! ROCm the launch reads the device's wavefront size instead (64 on CDNA, 32
 //! on RDNA), and the kernels reduce over that many lanes (kernel rule
-//! `wave-rows`), so that no half of a CDNA wavefront idles.
+//! `wave-rows`), so that no half of a CDNA wavefront idles. candle-core's
+//! `mul_mat_via_q8_1` launches `mul_mat_q*` with upstream's NVIDIA tile (the
+//! grid from its `mmq_x`/`mmq_y`, 4 warps); on AMD it takes the tile the kernel
+//! takes there, ggml's (kernel rule `quantized-mmq-tiles`, whose table
+//! `quantized_mmq_tiles.rs` the kernels crate carries), by the device's ggml
+//! compute capability.
 //!
 //! ROCm code is a whole mirrored file, or in a twinned file the functions
 //! named for ROCm or gated on its feature.

@@ -636,7 +636,6 @@ pub struct LaunchBound {
 /// so every row names them). Results do not change; registers and spills do (the static
 /// report, `cargo xtask bench kernel-resources`).
 pub const LAUNCH_BOUNDS: &[LaunchBound] = &[
-    LaunchBound { file: "quantized.cu", kernel: "mul_mat_q*", threads: "128", count: 10, launched_by: "candle-core's quantized/rocm.rs mul_mat_via_q8_1: block (WARP_SIZE = 32, 4)" },
     LaunchBound { file: "quantized.cu", kernel: "mul_mat_vec_*_q8_1_cuda1", threads: "128", count: 10, launched_by: "quantized/rocm.rs dequantize_mul_mat_vec: block (32, 4) for batch 1" },
     LaunchBound { file: "quantized.cu", kernel: "mul_mat_vec_*_q8_1_cuda2", threads: "128", count: 10, launched_by: "quantized/rocm.rs: block (32, 4) for batch 2..=4" },
     LaunchBound { file: "quantized.cu", kernel: "mul_mat_vec_*_q8_1_cuda3", threads: "128", count: 10, launched_by: "quantized/rocm.rs: block (32, 4) for batch 2..=4" },
@@ -833,3 +832,56 @@ pub const ELEMENTWISE_PACK_EDITS: &[FunctionEdit] = &[
               H100 in both builds): 16-byte stores instead",
     },
 ];
+
+/// Rule `quantized-mmq-tiles`: what the AMD tile choice of Candle's older MMQ kernels
+/// (`quantized.cu`'s `mul_mat_q*`, ggml's MMQ before its rewrite) is made of.
+pub struct QuantizedMmqTiles {
+    /// Upstream path relative to the kernels' `src/`.
+    pub file: &'static str,
+    /// How many kernels take a tile (`const int mmq_x = MMQ_X_<T>_AMPERE;` and its
+    /// `mmq_y`/`nwarps` siblings).
+    pub kernels: usize,
+    /// The suffix of upstream's tile macros for NVIDIA, which the kernels name.
+    pub nvidia: &'static str,
+    /// The suffixes of ggml's AMD tile macros, in the order of the host table's columns:
+    /// the first from compute capability `amd_cc[0]` on, the second from `amd_cc[1]`.
+    pub amd: [&'static str; 2],
+    /// ggml's compute capabilities where those tiles begin: `GGML_CUDA_CC_RDNA2`
+    /// (`0x1000000 + 0x1030`) and `GGML_CUDA_CC_OFFSET_AMD` (`0x1000000`), the scale the
+    /// HIP layer's `ggml_compute_capability` reads.
+    pub amd_cc: [i32; 2],
+    /// Inserted before the first such kernel: `CANDLE_MMQ_TILE(MMQ_X_<T>)` picks the
+    /// same tile in each device pass as `amd_cc` does on the host.
+    pub select: &'static str,
+}
+
+/// The host table rule `quantized-mmq-tiles` writes beside the kernels (the kernels
+/// crate includes it as `quantized_mmq_tiles`).
+pub const QUANTIZED_MMQ_TILES_RS: &str = "quantized_mmq_tiles.rs";
+
+/// Upstream's `mul_mat_q*` take the `_AMPERE` tiles (128 threads) on every GPU; ggml
+/// itself gave RDNA2 and later its `_RDNA2` tiles and every other AMD GPU its `_RDNA1`
+/// tiles (8 warps of 32: 256 threads), which halve the accumulators per thread. With
+/// the AMPERE tiles the RDNA kernels need more than 256 VGPRs and spill (`mul_mat_q3_K`:
+/// 979 VGPRs to scratch on gfx1100); CDNA's 512 VGPRs and AGPRs hold them.
+pub const QUANTIZED_MMQ_TILES: QuantizedMmqTiles = QuantizedMmqTiles {
+    file: "quantized.cu",
+    kernels: 10,
+    nvidia: "AMPERE",
+    amd: ["RDNA2", "RDNA1"],
+    amd_cc: [0x1001030, 0x1000000],
+    select: concat!(
+        "#include \"candle_ggml_hip_arch.h\"\n",
+        "// ggml's tile for the mul_mat_q kernels (rule quantized-mmq-tiles), as its MMQ chose before the rewrite: RDNA2 and\n",
+        "// later (gfx103x, gfx11, gfx12) the _RDNA2 tiles, other AMD arches the _RDNA1 tiles, NVIDIA upstream's _AMPERE ones.\n",
+        "// The ROCm launcher takes the same tile from quantized_mmq_tiles.rs by the device's ggml compute capability.\n",
+        "#if defined(RDNA2) || defined(__GFX11__) || defined(__GFX12__)\n",
+        "#define CANDLE_MMQ_TILE(name) name##_RDNA2\n",
+        "#elif defined(GGML_USE_HIP)\n",
+        "#define CANDLE_MMQ_TILE(name) name##_RDNA1\n",
+        "#else\n",
+        "#define CANDLE_MMQ_TILE(name) name##_AMPERE\n",
+        "#endif\n",
+        "\n",
+    ),
+};

@@ -454,10 +454,21 @@ fn mul_mat_via_q8_1(
     };
     let func = dev.get_or_load_func(kernel_name, &candle_rocm_kernels::QUANTIZED)?;
     let dst = dev.alloc_zeros::<f32>(x_rows * y_cols)?;
-    let cfg = candle_rocm_hip::driver::LaunchConfig {
-        grid_dim: (ceil_div(x_rows, mmq_y) as u32, ceil_div(y_cols, mmq_x) as u32, 1),
-        block_dim: (WARP_SIZE as u32, 4, 1),
-        shared_mem_bytes: 0,
+    let cfg = {
+        let (mmq_x, mmq_y, nwarps) = candle_rocm_kernels::quantized_mmq_tiles::amd_tile(
+                kernel_name,
+                dev.rocm_stream().context().ggml_compute_capability().w()?,
+            )
+            .unwrap_or((mmq_x, mmq_y, 4));
+        candle_rocm_hip::driver::LaunchConfig {
+            grid_dim: (
+                ceil_div(x_rows, mmq_y as usize) as u32,
+                ceil_div(y_cols, mmq_x as usize) as u32,
+                1,
+            ),
+            block_dim: (WARP_SIZE as u32, nwarps, 1),
+            shared_mem_bytes: 0,
+        }
     };
     let mut builder = func.builder();
     builder.arg(&data.inner);

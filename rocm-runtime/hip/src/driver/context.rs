@@ -21,6 +21,8 @@ pub struct HipContext {
     /// Device attributes read once each (they never change): [`HipContext::attribute`]
     /// is asked per launch by the generated code (the wavefront size of a softmax).
     pub(crate) attributes: [OnceLock<i32>; sys::CUdevice_attribute::ALL.len()],
+    /// [`HipContext::ggml_compute_capability`], read once.
+    pub(crate) ggml_cc: OnceLock<i32>,
 }
 
 impl PartialEq for HipContext {
@@ -55,6 +57,7 @@ impl HipContext {
             event_tracking: AtomicBool::new(true),
             error_state: AtomicU32::new(0),
             attributes: Default::default(),
+            ggml_cc: OnceLock::new(),
         }))
     }
 
@@ -88,6 +91,18 @@ impl HipContext {
         }
         let value = unsafe { result::device::get_attribute(self.device, attr) }?;
         Ok(*slot.get_or_init(|| value))
+    }
+    /// The compute capability ggml's launchers take ([`result::device::ggml_compute_capability`]:
+    /// `0x1000000` plus the arch id on AMD, NVIDIA's `major * 100 + minor * 10` through
+    /// hip-on-cuda), read once: the MMQ launchers ask it per launch.
+    pub fn ggml_compute_capability(&self) -> Result<i32, HipError> {
+        if let Some(cc) = self.ggml_cc.get() {
+            return Ok(*cc);
+        }
+        let major = self.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = self.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        let cc = unsafe { result::device::ggml_compute_capability(self.device, major * 100 + minor * 10) }?;
+        Ok(*self.ggml_cc.get_or_init(|| cc))
     }
     pub fn is_in_multi_stream_mode(&self) -> bool { self.num_streams.load(Ordering::Relaxed) > 0 }
     pub fn is_event_tracking(&self) -> bool { self.event_tracking.load(Ordering::Relaxed) }

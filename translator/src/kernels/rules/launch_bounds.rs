@@ -59,7 +59,7 @@ fn rewrite(unit: &mut Unit, rows: &[LaunchBound]) -> Result<usize, TranslateErro
 /// After the `__global__` at `at`: the index of the kernel name's first token, the name
 /// (its identifiers and `##` pastes, as written), and whether `__launch_bounds__` is
 /// already among the declaration's tokens before it.
-fn kernel_name(tokens: &[Token], at: usize) -> Option<(usize, String, bool)> {
+pub(super) fn kernel_name(tokens: &[Token], at: usize) -> Option<(usize, String, bool)> {
     let mut j = at + 1;
     // the `(` of the parameter list: the first one (a bound's own parenthesis comes after `__launch_bounds__`)
     let mut bounded = false;

@@ -20,6 +20,7 @@ mod launch_bounds;
 mod names;
 mod pp_expr;
 mod prelude;
+mod quantized_mmq_tiles;
 mod residue;
 pub(crate) mod tokens;
 mod toolkit_version;
@@ -30,7 +31,7 @@ mod wave_rows;
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::mapping::{COMPAT_HEADERS, GGML_HIP_ARCH_HEADER, OWN_UNITS};
+use super::mapping::{COMPAT_HEADERS, GGML_HIP_ARCH_HEADER, OWN_UNITS, QUANTIZED_MMQ_TILES, QUANTIZED_MMQ_TILES_RS};
 use super::{KernelContext, KernelOutput};
 use crate::lexer::{self, Token};
 use crate::{TranslateError, TreeFile};
@@ -71,6 +72,7 @@ pub const PIPELINE: &[Rule] = &[
     Rule { name: "ggml-cdna4-mma", apply: ggml_cdna4::apply },
     Rule { name: "wave-rows", apply: wave_rows::apply },
     Rule { name: "elementwise-packs", apply: elementwise_packs::apply },
+    Rule { name: "quantized-mmq-tiles", apply: quantized_mmq_tiles::apply },
     Rule { name: "launch-bounds", apply: launch_bounds::apply },
     Rule { name: "upstream-kernel-fixes", apply: upstream_fixes::apply },
     Rule { name: "inline-asm", apply: inline_asm::apply },
@@ -107,6 +109,11 @@ pub fn run_pipeline(inputs: &[TreeFile], ctx: &KernelContext) -> Result<KernelOu
         files.push(TreeFile { rel_path: name.to_string(), contents: prelude::compat_header(name, text).into_bytes() });
     }
     files.push(TreeFile { rel_path: GGML_HIP_ARCH_HEADER.to_string(), contents: prelude::table_header(GGML_HIP_ARCH_HEADER, &ggml_amd::arch_header()).into_bytes() });
+    // the ROCm launcher's copy of the tiles rule quantized-mmq-tiles gives the kernels
+    if let Some(quantized) = inputs.iter().find(|f| f.rel_path == QUANTIZED_MMQ_TILES.file) {
+        let source = std::str::from_utf8(&quantized.contents).map_err(|_| TranslateError::NotUtf8 { file: quantized.rel_path.clone(), line: 0 })?;
+        files.push(TreeFile { rel_path: QUANTIZED_MMQ_TILES_RS.to_string(), contents: quantized_mmq_tiles::host_table(source, &ctx.source_label)?.into_bytes() });
+    }
     files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     Ok(KernelOutput { files, rule_counts })
 }
