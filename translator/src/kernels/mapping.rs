@@ -719,6 +719,14 @@ macro_rules! contiguous_loop {
     };
 }
 
+/// Rule `elementwise-packs`: the macros whose kernels keep upstream's own vector loop
+/// (file, macro, why). Every other definition of a function the rule rewrites must take a
+/// pack map, so that a changed loop is an error and not upstream's code left in place.
+pub const ELEMENTWISE_UPSTREAM_VECTOR_LOOPS: &[(&str, &str, &str)] = &[
+    ("binary_op_macros.cuh", "BINARY_OP_BF16_VEC", "0.11's bf16 add/sub/mul/div: 16-byte float4 loads of 8 bf16, upstream's own"),
+    ("binary_op_macros.cuh", "BINARY_OP_F32_VEC", "0.11's f32 add/sub/mul/div: float4 loads, upstream's own"),
+];
+
 /// Rule `elementwise-packs`: the contiguous loops of unary, affine, binary and cast move
 /// 16-byte packs (`candle_ew_map1` / `candle_ew_map2` of the compat header
 /// `candle_elementwise.h`), with upstream's expression applied to each element: the same

@@ -7,7 +7,7 @@
 //! loops.
 
 use super::{wave_rows, TreeFacts, Unit};
-use crate::kernels::mapping::ELEMENTWISE_PACK_EDITS;
+use crate::kernels::mapping::{ELEMENTWISE_PACK_EDITS, ELEMENTWISE_UPSTREAM_VECTOR_LOOPS};
 #[cfg(doc)]
 use crate::kernels::mapping::FunctionEdit;
 use crate::TranslateError;
@@ -15,7 +15,10 @@ use crate::TranslateError;
 /// Rows of a function the file does not define are skipped: releases before 0.11 have no
 /// `cast_bf16_f32` vector path. Several rows may name one function, one per form releases gave
 /// its loop (0.9's AFFINE_OP wrote `x * mul + add` itself): a function the file defines must
-/// match at least one of its rows exactly, else the first row's error names it.
+/// match at least one of its rows exactly, else the first row's error names it; and each of
+/// its definitions must then call a pack map, unless its macro keeps upstream's own vector
+/// loop ([`ELEMENTWISE_UPSTREAM_VECTOR_LOOPS`]): a changed loop in one macro is an error, not
+/// hidden by the rows the function's other macros match.
 pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
     let mut count = 0;
     let mut unmatched: Vec<(&'static str, TranslateError)> = Vec::new();
@@ -35,10 +38,66 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
             Err(e) => unmatched.push((row.function, e)),
         }
     }
-    match unmatched.into_iter().find(|(f, _)| !matched.contains(f)) {
-        Some((_, e)) => Err(e),
-        None => Ok(count),
+    if let Some((_, e)) = unmatched.into_iter().find(|(f, _)| !matched.contains(f)) {
+        return Err(e);
     }
+    every_definition_packed(unit, &matched)?;
+    Ok(count)
+}
+
+/// Each definition of a function some row rewrote must now call a pack map (the first
+/// identifier of a row's replacement): one whose loop no row matches any more (upstream
+/// changed one macro of several that define `FN_NAME`, as 0.11's `UNARY_OP_BF16_VEC` beside
+/// `UNARY_OP`) would otherwise keep upstream's loop unnoticed.
+/// The name of the `#define` whose body holds token `at`: the last `# define NAME` before it
+/// (a function definition inside a macro continues that directive's line).
+fn enclosing_macro(tokens: &[crate::lexer::Token], at: usize) -> Option<&str> {
+    let mut i = at;
+    while i > 0 {
+        i -= 1;
+        if tokens[i].is_ident("define") && super::tokens::prev_significant(tokens, i).is_some_and(|p| tokens[p].is_punct("#")) {
+            let name = super::tokens::next_significant(tokens, i + 1)?;
+            return Some(tokens[name].text.as_str());
+        }
+        if tokens[i].kind == crate::lexer::TokenKind::Newline {
+            // a newline outside a macro body (not escaped by a continuation) ends the search
+            return None;
+        }
+    }
+    None
+}
+
+fn every_definition_packed(unit: &Unit, matched: &[&'static str]) -> Result<(), TranslateError> {
+    let mut maps: Vec<String> = ELEMENTWISE_PACK_EDITS
+        .iter()
+        .filter(|r| r.file == unit.path)
+        .filter_map(|r| crate::lexer::lex(r.rocm).tokens.into_iter().find(|t| t.kind == crate::lexer::TokenKind::Ident).map(|t| t.text.to_string()))
+        .collect();
+    maps.sort();
+    maps.dedup();
+    let mut functions = matched.to_vec();
+    functions.dedup();
+    for function in functions {
+        let mut from = 0;
+        while let Some((open, close)) = wave_rows::function_body(&unit.tokens, function, from) {
+            let packed = unit.tokens[open..close].iter().any(|t| maps.iter().any(|m| t.is_ident(m)));
+            let kept = enclosing_macro(&unit.tokens, open).is_some_and(|m| ELEMENTWISE_UPSTREAM_VECTOR_LOOPS.iter().any(|&(file, name, _)| file == unit.path && name == m));
+            if !packed && !kept {
+                return Err(TranslateError::unsupported(
+                    &unit.path,
+                    unit.tokens[open].line,
+                    function,
+                    format!(
+                        "rule elementwise-packs: this definition (in macro {}) calls none of {} (no row of kernels::mapping::ELEMENTWISE_PACK_EDITS matches its loop, nor is the macro in ELEMENTWISE_UPSTREAM_VECTOR_LOOPS: upstream changed it)",
+                        enclosing_macro(&unit.tokens, open).unwrap_or("none"),
+                        maps.join(", ")
+                    ),
+                ));
+            }
+            from = close + 1;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -162,6 +221,35 @@ mod tests {
         );
         assert!(!out.contains("float4"), "{out}");
         assert!(out.contains("float xf = __bfloat162float(inp ? inp[strided_i] : out[i]);"), "{out}");
+    }
+
+    /// Several macros define `FN_NAME`: when one of them changes its loop so that no row
+    /// matches it, the rows the others match do not hide it; a macro listed as keeping
+    /// upstream's own vector loop passes.
+    #[test]
+    fn a_definition_no_row_matches_is_an_error_naming_its_macro() {
+        let plain = |name: &str| {
+            format!(
+                "#define {name}(TYPENAME, FN_NAME, FUNC) \\\n\
+                 extern \"C\" __global__ void FN_NAME(const size_t numel, const TYPENAME *inp, TYPENAME *out) {{ \\\n\
+                 \x20   for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) {{ TYPENAME x = inp ? inp[i] : out[i]; out[i] = FUNC; }} \\\n\
+                 }}\n"
+            )
+        };
+        let changed = "#define UNARY_OP_BF16_VEC(FN_NAME, FLOAT_FUNC) \\\n\
+                       extern \"C\" __global__ void FN_NAME(const size_t numel, const __nv_bfloat16 *inp, __nv_bfloat16 *out) { \\\n\
+                       \x20   for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel / 8; i += blockDim.x * gridDim.x) { vec8(inp, out, i); } \\\n\
+                       }\n";
+        let two = format!("{}{}", plain("UNARY_OP"), plain("UNARY_OP1"));
+        assert_eq!(run("unary.cu", &two).unwrap().1, 2);
+        let err = run("unary.cu", &format!("{two}{changed}")).unwrap_err().to_string();
+        assert!(err.starts_with("unary.cu:10: FN_NAME") && err.contains("(in macro UNARY_OP_BF16_VEC) calls none of candle_ew_map1 ("), "{err}");
+        // binary_op_macros.cuh's own vector loops are listed: kept there, not in another file
+        let binary = changed.replace("UNARY_OP_BF16_VEC", "BINARY_OP_F32_VEC");
+        let unit = |path: &str| Unit { path: path.into(), tokens: lexer::lex(&binary).tokens };
+        every_definition_packed(&unit("binary_op_macros.cuh"), &["FN_NAME"]).unwrap();
+        let err = every_definition_packed(&unit("unary.cu"), &["FN_NAME"]).unwrap_err().to_string();
+        assert!(err.contains("(in macro BINARY_OP_F32_VEC) calls none of"), "{err}");
     }
 
     #[test]
