@@ -95,12 +95,12 @@ fn run() -> Result<()> {
     let version = hip_build::build_script::check_version(&hipcc)?;
     let arches = hip_build::build_script::choose_arches(&hipcc, &version)?;
 
-    let ffi = kernels_dir.join("ffi.rs");
-    let ffi_text = std::fs::read_to_string(&ffi).map_err(|e| format!("{}: {e}\nthe launcher declarations (`ffi.rs`, written by `cargo xtask regen`) are missing", ffi.display()))?;
-    write(&out_dir.join("ffi.rs"), &ffi_text)?;
-    let tiles = kernels_dir.join("quantized_mmq_tiles.rs");
-    let tiles_text = std::fs::read_to_string(&tiles).map_err(|e| format!("{}: {e}\nthe launcher's MMQ tile table (`quantized_mmq_tiles.rs`, written by `cargo xtask regen`) is missing", tiles.display()))?;
-    write(&out_dir.join("quantized_mmq_tiles.rs"), &tiles_text)?;
+    // the Rust files regen writes beside the kernels, included by lib.rs from OUT_DIR
+    for (name, what) in [("ffi.rs", "the launcher declarations are"), ("quantized_mmq_tiles.rs", "the launcher's MMQ tile table is")] {
+        let path = kernels_dir.join(name);
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}\n{what} missing (`{name}`, written by `cargo xtask regen`)", path.display()))?;
+        write(&out_dir.join(name), &text)?;
+    }
 
     let mut jobs =
         hip_build::plan::kernel_jobs(&kernels_dir, &out_dir.join("hip"), &arches, &static_library)

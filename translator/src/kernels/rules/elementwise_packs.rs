@@ -45,10 +45,6 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
     Ok(count)
 }
 
-/// Each definition of a function some row rewrote must now call a pack map (the first
-/// identifier of a row's replacement): one whose loop no row matches any more (upstream
-/// changed one macro of several that define `FN_NAME`, as 0.11's `UNARY_OP_BF16_VEC` beside
-/// `UNARY_OP`) would otherwise keep upstream's loop unnoticed.
 /// The name of the `#define` whose body holds token `at`: the last `# define NAME` before it
 /// (a function definition inside a macro continues that directive's line).
 fn enclosing_macro(tokens: &[crate::lexer::Token], at: usize) -> Option<&str> {
@@ -67,6 +63,10 @@ fn enclosing_macro(tokens: &[crate::lexer::Token], at: usize) -> Option<&str> {
     None
 }
 
+/// Each definition of a function some row rewrote must now call a pack map (the first
+/// identifier of a row's replacement): one whose loop no row matches any more (upstream
+/// changed one macro of several that define `FN_NAME`, as 0.11's `UNARY_OP_BF16_VEC` beside
+/// `UNARY_OP`) would otherwise keep upstream's loop unnoticed.
 fn every_definition_packed(unit: &Unit, matched: &[&'static str]) -> Result<(), TranslateError> {
     let mut maps: Vec<String> = ELEMENTWISE_PACK_EDITS
         .iter()
@@ -76,12 +76,14 @@ fn every_definition_packed(unit: &Unit, matched: &[&'static str]) -> Result<(), 
     maps.sort();
     maps.dedup();
     let mut functions = matched.to_vec();
+    functions.sort();
     functions.dedup();
     for function in functions {
         let mut from = 0;
         while let Some((open, close)) = wave_rows::function_body(&unit.tokens, function, from) {
             let packed = unit.tokens[open..close].iter().any(|t| maps.iter().any(|m| t.is_ident(m)));
-            let kept = enclosing_macro(&unit.tokens, open).is_some_and(|m| ELEMENTWISE_UPSTREAM_VECTOR_LOOPS.iter().any(|&(file, name, _)| file == unit.path && name == m));
+            let macro_name = enclosing_macro(&unit.tokens, open);
+            let kept = macro_name.is_some_and(|m| ELEMENTWISE_UPSTREAM_VECTOR_LOOPS.iter().any(|&(file, name, _)| file == unit.path && name == m));
             if !packed && !kept {
                 return Err(TranslateError::unsupported(
                     &unit.path,
@@ -89,7 +91,7 @@ fn every_definition_packed(unit: &Unit, matched: &[&'static str]) -> Result<(), 
                     function,
                     format!(
                         "rule elementwise-packs: this definition (in macro {}) calls none of {} (no row of kernels::mapping::ELEMENTWISE_PACK_EDITS matches its loop, nor is the macro in ELEMENTWISE_UPSTREAM_VECTOR_LOOPS: upstream changed it)",
-                        enclosing_macro(&unit.tokens, open).unwrap_or("none"),
+                        macro_name.unwrap_or("none"),
                         maps.join(", ")
                     ),
                 ));
