@@ -4507,15 +4507,19 @@ static __device__ __forceinline__ float vec_dot_q4_1_q8_1_mul_mat(
 
 
 #include "candle_ggml_hip_arch.h"
-// ggml's tile for the mul_mat_q kernels (rule quantized-mmq-tiles), as its MMQ chose before the rewrite: RDNA2 and
-// later (gfx103x, gfx11, gfx12) the _RDNA2 tiles, other AMD arches the _RDNA1 tiles, NVIDIA upstream's _AMPERE ones.
+// ggml's tile for the mul_mat_q kernels (rule quantized-mmq-tiles), as its MMQ chose before the rewrite: the _RDNA2 tiles where
+// defined(RDNA2) || defined(__GFX11__) || defined(__GFX12__), the _RDNA1 tiles on other AMD arches, upstream's _AMPERE ones on NVIDIA.
+// CANDLE_MMQ_TILE_RDNA1 takes the _RDNA1 tile on every AMD arch (the Q4_K, Q6_K kernels: their _RDNA2 one spills).
 // The ROCm launcher takes the same tile from quantized_mmq_tiles.rs by the device's ggml compute capability.
 #if defined(RDNA2) || defined(__GFX11__) || defined(__GFX12__)
 #define CANDLE_MMQ_TILE(name) name##_RDNA2
+#define CANDLE_MMQ_TILE_RDNA1(name) name##_RDNA1
 #elif defined(GGML_USE_HIP)
 #define CANDLE_MMQ_TILE(name) name##_RDNA1
+#define CANDLE_MMQ_TILE_RDNA1(name) name##_RDNA1
 #else
 #define CANDLE_MMQ_TILE(name) name##_AMPERE
+#define CANDLE_MMQ_TILE_RDNA1(name) name##_AMPERE
 #endif
 
 extern "C" __global__ void
@@ -4609,12 +4613,12 @@ extern "C" __global__ void
 }
 
 extern "C" __global__ void
-    __launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q4_K)) mul_mat_q4_K(
+    __launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE_RDNA1(NWARPS_Q4_K)) mul_mat_q4_K(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
-    const int mmq_x  =  CANDLE_MMQ_TILE(MMQ_X_Q4_K);
-    const int mmq_y  =  CANDLE_MMQ_TILE(MMQ_Y_Q4_K);
-    const int nwarps = CANDLE_MMQ_TILE(NWARPS_Q4_K);
+    const int mmq_x  =  CANDLE_MMQ_TILE_RDNA1(MMQ_X_Q4_K);
+    const int mmq_y  =  CANDLE_MMQ_TILE_RDNA1(MMQ_Y_Q4_K);
+    const int nwarps = CANDLE_MMQ_TILE_RDNA1(NWARPS_Q4_K);
     mul_mat_q<QK_K, QR4_K, QI4_K, true, block_q4_K, mmq_x, mmq_y, nwarps, allocate_tiles_q4_K<mmq_y>,
         load_tiles_q4_K<mmq_y, nwarps, true>, VDR_Q4_K_Q8_1_MMQ, vec_dot_q4_K_q8_1_mul_mat>
         (vx, vy, dst, ncols_x, nrows_x, ncols_y, nrows_y, nrows_dst);
@@ -4633,12 +4637,12 @@ __launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q5_K)) mul_mat_q5_K(
 }
 
 extern "C" __global__ void
-    __launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q6_K)) mul_mat_q6_K(
+    __launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE_RDNA1(NWARPS_Q6_K)) mul_mat_q6_K(
     const void * __restrict__ vx, const void * __restrict__ vy, float * __restrict__ dst,
     const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, const int nrows_dst) {
-    const int mmq_x  =  CANDLE_MMQ_TILE(MMQ_X_Q6_K);
-    const int mmq_y  =  CANDLE_MMQ_TILE(MMQ_Y_Q6_K);
-    const int nwarps = CANDLE_MMQ_TILE(NWARPS_Q6_K);
+    const int mmq_x  =  CANDLE_MMQ_TILE_RDNA1(MMQ_X_Q6_K);
+    const int mmq_y  =  CANDLE_MMQ_TILE_RDNA1(MMQ_Y_Q6_K);
+    const int nwarps = CANDLE_MMQ_TILE_RDNA1(NWARPS_Q6_K);
     mul_mat_q<QK_K, QR6_K, QI6_K, false, block_q6_K, mmq_x, mmq_y, nwarps, allocate_tiles_q6_K<mmq_y>,
         load_tiles_q6_K<mmq_y, nwarps, true>, VDR_Q6_K_Q8_1_MMQ, vec_dot_q6_K_q8_1_mul_mat>
         (vx, vy, dst, ncols_x, nrows_x, ncols_y, nrows_y, nrows_dst);

@@ -858,9 +858,42 @@ pub struct QuantizedMmqTiles {
     /// (`0x1000000 + 0x1030`) and `GGML_CUDA_CC_OFFSET_AMD` (`0x1000000`), the scale the
     /// HIP layer's `ggml_compute_capability` reads.
     pub amd_cc: [i32; 2],
-    /// Inserted before the first such kernel: `CANDLE_MMQ_TILE(MMQ_X_<T>)` picks the
-    /// same tile in each device pass as `amd_cc` does on the host.
-    pub select: &'static str,
+    /// The device pass's conditions for the same two tiles (`#if`, then `#elif`): what
+    /// `amd_cc` says on the host, in the macros of `candle_ggml_hip_arch.h` and clang's.
+    pub amd_if: [&'static str; 2],
+    /// Quant types whose kernels take the second tile (`amd[1]`) on every AMD arch: with
+    /// the first they spill on some arch where it is chosen (ROCm 7.2's static report).
+    pub second_only: &'static [&'static str],
+}
+
+impl QuantizedMmqTiles {
+    /// The macro the kernels of the quant types in `second_only` name instead of
+    /// `CANDLE_MMQ_TILE`: `CANDLE_MMQ_TILE_<amd[1]>`.
+    pub fn second_only_macro(&self) -> String {
+        format!("CANDLE_MMQ_TILE_{}", self.amd[1])
+    }
+
+    /// Inserted before the first tiled kernel: `CANDLE_MMQ_TILE(MMQ_X_<T>)` picks, in each
+    /// device pass, the tile `amd_cc` picks on the host, and [`Self::second_only_macro`]
+    /// the second AMD tile on every AMD arch; both name the NVIDIA tile elsewhere.
+    pub fn select(&self) -> String {
+        let [first, second] = self.amd;
+        let (nvidia, only) = (self.nvidia, self.second_only_macro());
+        let mut out = String::from("#include \"candle_ggml_hip_arch.h\"\n");
+        out.push_str(&format!(
+            "// ggml's tile for the mul_mat_q kernels (rule quantized-mmq-tiles), as its MMQ chose before the rewrite: the _{first} tiles where\n\
+             // {}, the _{second} tiles on other AMD arches, upstream's _{nvidia} ones on NVIDIA.\n\
+             // {only} takes the _{second} tile on every AMD arch (the {} kernels: their _{first} one spills).\n\
+             // The ROCm launcher takes the same tile from quantized_mmq_tiles.rs by the device's ggml compute capability.\n",
+            self.amd_if[0],
+            self.second_only.join(", ")
+        ));
+        for (directive, cond, tile, only_tile) in [("#if ", self.amd_if[0], first, second), ("#elif ", self.amd_if[1], second, second), ("#else", "", nvidia, nvidia)] {
+            out.push_str(&format!("{directive}{cond}\n#define CANDLE_MMQ_TILE(name) name##_{tile}\n#define {only}(name) name##_{only_tile}\n"));
+        }
+        out.push_str("#endif\n\n");
+        out
+    }
 }
 
 /// The host table rule `quantized-mmq-tiles` writes beside the kernels (the kernels
@@ -872,24 +905,17 @@ pub const QUANTIZED_MMQ_TILES_RS: &str = "quantized_mmq_tiles.rs";
 /// tiles (8 warps of 32: 256 threads), which halve the accumulators per thread. With
 /// the AMPERE tiles the RDNA kernels need more than 256 VGPRs and spill (`mul_mat_q3_K`:
 /// 979 VGPRs to scratch on gfx1100); CDNA's 512 VGPRs and AGPRs hold them.
+///
+/// `second_only`: at their `_RDNA2` tiles (64x128, 8 warps) `mul_mat_q4_K` spills 11-12
+/// VGPRs on gfx11/gfx12 and `mul_mat_q6_K` 35 there and 58 on gfx1030, at the 256 VGPRs
+/// a wave can have; at their `_RDNA1` tiles (32x64, 8 warps, as on CDNA) none spills
+/// (ROCm 7.2: 161-186 VGPRs, 5-9 waves per SIMD where the `_RDNA2` tile gave 4-5).
 pub const QUANTIZED_MMQ_TILES: QuantizedMmqTiles = QuantizedMmqTiles {
     file: "quantized.cu",
     kernels: 10,
     nvidia: "AMPERE",
     amd: ["RDNA2", "RDNA1"],
     amd_cc: [0x1001030, 0x1000000],
-    select: concat!(
-        "#include \"candle_ggml_hip_arch.h\"\n",
-        "// ggml's tile for the mul_mat_q kernels (rule quantized-mmq-tiles), as its MMQ chose before the rewrite: RDNA2 and\n",
-        "// later (gfx103x, gfx11, gfx12) the _RDNA2 tiles, other AMD arches the _RDNA1 tiles, NVIDIA upstream's _AMPERE ones.\n",
-        "// The ROCm launcher takes the same tile from quantized_mmq_tiles.rs by the device's ggml compute capability.\n",
-        "#if defined(RDNA2) || defined(__GFX11__) || defined(__GFX12__)\n",
-        "#define CANDLE_MMQ_TILE(name) name##_RDNA2\n",
-        "#elif defined(GGML_USE_HIP)\n",
-        "#define CANDLE_MMQ_TILE(name) name##_RDNA1\n",
-        "#else\n",
-        "#define CANDLE_MMQ_TILE(name) name##_AMPERE\n",
-        "#endif\n",
-        "\n",
-    ),
+    amd_if: ["defined(RDNA2) || defined(__GFX11__) || defined(__GFX12__)", "defined(GGML_USE_HIP)"],
+    second_only: &["Q4_K", "Q6_K"],
 };

@@ -7,16 +7,19 @@
 //! `CANDLE_MMQ_TILE(MMQ_X_Q4_0)`, which [`QuantizedMmqTiles::select`] (inserted before the
 //! first kernel) resolves per device pass as ggml did: `_RDNA2` on RDNA2 and later,
 //! `_RDNA1` on other AMD arches, `_AMPERE` on NVIDIA, so hip-on-cuda's build is
-//! upstream's. Each kernel gets `__launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_<T>))`,
-//! its own block.
+//! upstream's. The kernels of the quant types in `second_only` name
+//! `CANDLE_MMQ_TILE_RDNA1` instead, `_RDNA1` on every AMD arch (their `_RDNA2` tile
+//! spills). Each kernel gets `__launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_<T>))`
+//! (or the other macro), its own block.
 //!
 //! The launcher must launch the same tile: [`host_table`] writes the AMD columns of the
 //! same macros as `quantized_mmq_tiles.rs`, which candle-core's ROCm launcher reads by
 //! the device's ggml compute capability (backend rule `wave-launches`).
 //!
 //! A kernel with only some of the three initializers, one already bounded, another
-//! number of kernels than the data says, or a tile macro without its AMD definitions is
-//! an error naming file and line (upstream changed: check the row).
+//! number of kernels than the data says, a `second_only` quant type no kernel takes, or
+//! a tile macro without its AMD definitions is an error naming file and line (upstream
+//! changed: check the row).
 //!
 //! [`QuantizedMmqTiles::select`]: crate::kernels::mapping::QuantizedMmqTiles::select
 
@@ -89,6 +92,9 @@ fn tiled_kernels(path: &str, tokens: &[Token], data: &QuantizedMmqTiles) -> Resu
             return Err(TranslateError::unsupported(path, k.line, format!("__global__ {}", k.name), format!("rule quantized-mmq-tiles: no {}_{}{suffix} initializer", PARAMS[missing], k.quant)));
         }
     }
+    if let Some(quant) = data.second_only.iter().find(|q| !kernels.iter().any(|k| k.quant == **q)) {
+        return Err(TranslateError::unsupported(path, 0, format!("{}_{quant}{suffix}", PARAMS[0]), "rule quantized-mmq-tiles: no kernel takes this quant type's tile, but second_only lists it (upstream changed: check kernels::mapping::QUANTIZED_MMQ_TILES)"));
+    }
     if kernels.len() != data.kernels {
         return Err(TranslateError::unsupported(path, 0, format!("{}_*{suffix}", PARAMS[0]), format!("rule quantized-mmq-tiles: {} kernels take a tile, expected {} (upstream changed: check kernels::mapping::QUANTIZED_MMQ_TILES and the ROCm launcher)", kernels.len(), data.kernels)));
     }
@@ -108,14 +114,16 @@ fn rewrite(unit: &mut Unit, data: &QuantizedMmqTiles) -> Result<usize, Translate
     let kernels = tiled_kernels(&unit.path, &unit.tokens, data)?;
     // edits from the end, so that earlier indices stay valid
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    let second_only = data.second_only_macro();
     for k in &kernels {
+        let tile = if data.second_only.contains(&k.quant.as_str()) { second_only.as_str() } else { "CANDLE_MMQ_TILE" };
         for (param, at) in PARAMS.iter().zip(k.initializers) {
-            edits.push((at.expect("checked"), 1, format!("CANDLE_MMQ_TILE({param}_{})", k.quant)));
+            edits.push((at.expect("checked"), 1, format!("{tile}({param}_{})", k.quant)));
         }
-        edits.push((k.name_start, 0, format!("__launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_{})) ", k.quant)));
+        edits.push((k.name_start, 0, format!("__launch_bounds__(WARP_SIZE * {tile}(NWARPS_{})) ", k.quant)));
     }
     if let Some(first) = kernels.first() {
-        edits.push((first.definition, 0, data.select.to_string()));
+        edits.push((first.definition, 0, data.select()));
     }
     edits.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
     for (at, remove, text) in edits {
@@ -129,7 +137,10 @@ fn rewrite(unit: &mut Unit, data: &QuantizedMmqTiles) -> Result<usize, Translate
 /// `quantized.cu`), ggml's AMD tiles from the file's own `#define`s, and the choice
 /// between them by compute capability; `label` names the release in the provenance line.
 pub fn host_table(source: &str, label: &str) -> Result<String, TranslateError> {
-    let data = &QUANTIZED_MMQ_TILES;
+    table_of(source, label, &QUANTIZED_MMQ_TILES)
+}
+
+fn table_of(source: &str, label: &str, data: &QuantizedMmqTiles) -> Result<String, TranslateError> {
     let tokens = lexer::lex(source).tokens;
     let kernels = tiled_kernels(data.file, &tokens, data)?;
     let defines = numeric_defines(&tokens);
@@ -147,7 +158,8 @@ pub fn host_table(source: &str, label: &str) -> Result<String, TranslateError> {
     };
     let mut rows = Vec::new();
     for k in &kernels {
-        let [first, second] = [tile(&k.quant, data.amd[0], k.line)?, tile(&k.quant, data.amd[1], k.line)?];
+        let second = tile(&k.quant, data.amd[1], k.line)?;
+        let first = if data.second_only.contains(&k.quant.as_str()) { second } else { tile(&k.quant, data.amd[0], k.line)? };
         let name = &k.name;
         let [first, second] = [first, second].map(|t| t.map(proc_macro2::Literal::u32_unsuffixed));
         rows.push(quote::quote! { (#name, [#(#first),*], [#(#second),*]) });
@@ -155,8 +167,9 @@ pub fn host_table(source: &str, label: &str) -> Result<String, TranslateError> {
     let [first_cc, second_cc] = data.amd_cc;
     let [first, second] = data.amd;
     let doc_table = format!(
-        " ggml's AMD tiles for {}'s MMQ kernels: each kernel's `_{first}` tile `[mmq_x, mmq_y, nwarps]` and its `_{second}` tile, from the file's `MMQ_X_*`, `MMQ_Y_*` and `NWARPS_*` definitions.",
-        data.file
+        " ggml's AMD tiles for {}'s MMQ kernels: each kernel's `_{first}` tile `[mmq_x, mmq_y, nwarps]` and its `_{second}` tile, from the file's `MMQ_X_*`, `MMQ_Y_*` and `NWARPS_*` definitions; the {} kernels take their `_{second}` tile in both columns (their `_{first}` one spills).",
+        data.file,
+        data.second_only.join(", ")
     );
     let doc_fn = format!(
         " The tile `kernel` launches with on a device of ggml compute capability `cc` (the HIP layer's `ggml_compute_capability`): the `_{first}` one from `{first_cc:#x}` on, the `_{second}` one from `{second_cc:#x}` on, as each device pass chooses it (`CANDLE_MMQ_TILE`, rule `quantized-mmq-tiles`); `None` below (NVIDIA through hip-on-cuda: upstream's own tiles) and for a kernel without AMD tiles."
@@ -217,8 +230,10 @@ mod tests {
         extern \"C\" __global__ void\n    mul_mat_q4_0(int n) {\n    const int mmq_x  =  MMQ_X_Q4_0_AMPERE;\n    const int mmq_y  =  MMQ_Y_Q4_0_AMPERE;\n    const int nwarps = NWARPS_Q4_0_AMPERE;\n    body<mmq_x, mmq_y, nwarps>(n);\n}\n\
         extern \"C\" __global__ void\nmul_mat_q6_K(int n) {\n    const int mmq_x  =  MMQ_X_Q6_K_AMPERE;\n    const int mmq_y  =  MMQ_Y_Q6_K_AMPERE;\n    const int nwarps = NWARPS_Q6_K_AMPERE;\n}\n";
 
+    /// The real row for `kernels` kernels, with `SRC`'s `Q6_K` as the quant type that
+    /// takes its second tile everywhere.
     fn data(kernels: usize) -> QuantizedMmqTiles {
-        QuantizedMmqTiles { kernels, ..QUANTIZED_MMQ_TILES }
+        QuantizedMmqTiles { kernels, second_only: &["Q6_K"], ..QUANTIZED_MMQ_TILES }
     }
 
     fn run(src: &str, kernels: usize) -> Result<(String, usize), TranslateError> {
@@ -227,20 +242,24 @@ mod tests {
         Ok((lexer::render(&unit.tokens), n))
     }
 
-    /// Before and after: the initializers name the chosen family's macros, each kernel
-    /// is bounded by its own warps, the choice comes once before the first kernel; the
-    /// definitions and other uses of the macros are left alone.
+    /// Before and after: the initializers name the chosen family's macros (`Q6_K`, in
+    /// `second_only`, the second family's everywhere), each kernel is bounded by its own
+    /// warps, the choice comes once before the first kernel; the definitions and other
+    /// uses of the macros are left alone.
     #[test]
     fn kernels_take_the_tile_of_their_arch() {
         let (out, n) = run(SRC, 2).unwrap();
         assert_eq!(n, 2);
-        let select_at = out.find(QUANTIZED_MMQ_TILES.select).expect("the choice is inserted");
-        assert_eq!(out.matches("#define CANDLE_MMQ_TILE").count(), 3, "{out}");
+        let select_at = out.find(&data(2).select()).expect("the choice is inserted");
+        assert_eq!(out.matches("#define CANDLE_MMQ_TILE(name)").count(), 3, "{out}");
+        assert_eq!(out.matches("#define CANDLE_MMQ_TILE_RDNA1(name) name##_RDNA1\n").count(), 2, "{out}");
+        assert!(out.contains("#else\n#define CANDLE_MMQ_TILE(name) name##_AMPERE\n#define CANDLE_MMQ_TILE_RDNA1(name) name##_AMPERE\n#endif"), "{out}");
+        assert!(out.contains("(the Q6_K kernels: their _RDNA2 one spills)"), "{out}");
         assert!(select_at < out.find("extern \"C\" __global__ void\n    __launch_bounds__").unwrap(), "{out}");
         assert!(out.contains("__global__ void\n    __launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q4_0)) mul_mat_q4_0(int n)"), "{out}");
-        assert!(out.contains("__global__ void\n__launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE(NWARPS_Q6_K)) mul_mat_q6_K(int n)"), "{out}");
+        assert!(out.contains("__global__ void\n__launch_bounds__(WARP_SIZE * CANDLE_MMQ_TILE_RDNA1(NWARPS_Q6_K)) mul_mat_q6_K(int n)"), "{out}");
         assert!(out.contains("const int mmq_x  =  CANDLE_MMQ_TILE(MMQ_X_Q4_0);\n    const int mmq_y  =  CANDLE_MMQ_TILE(MMQ_Y_Q4_0);\n    const int nwarps = CANDLE_MMQ_TILE(NWARPS_Q4_0);"), "{out}");
-        assert!(out.contains("const int nwarps = CANDLE_MMQ_TILE(NWARPS_Q6_K);"), "{out}");
+        assert!(out.contains("const int mmq_x  =  CANDLE_MMQ_TILE_RDNA1(MMQ_X_Q6_K);\n    const int mmq_y  =  CANDLE_MMQ_TILE_RDNA1(MMQ_Y_Q6_K);\n    const int nwarps = CANDLE_MMQ_TILE_RDNA1(NWARPS_Q6_K);"), "{out}");
         assert!(out.contains("#define  MMQ_X_Q4_0_AMPERE 64\n") && out.contains("const int x = MMQ_X_Q4_0_RDNA2;"), "{out}");
         assert!(!out.contains("= MMQ_X_Q4_0_AMPERE") && !out.contains("=  MMQ_X_Q4_0_AMPERE"), "{out}");
     }
@@ -258,6 +277,9 @@ mod tests {
         let bounded = SRC.replace("void\nmul_mat_q6_K", "void __launch_bounds__(128)\nmul_mat_q6_K");
         let err = run(&bounded, 2).unwrap_err().to_string();
         assert!(err.contains("__global__ mul_mat_q6_K") && err.contains("bounds this kernel already"), "{err}");
+        let mut unit = Unit { path: "quantized.cu".into(), tokens: lexer::lex(SRC).tokens };
+        let err = rewrite(&mut unit, &QuantizedMmqTiles { second_only: &["Q6_K", "Q4_K"], ..data(2) }).unwrap_err().to_string();
+        assert!(err.contains("MMQ_X_Q4_K_AMPERE") && err.contains("second_only lists it"), "{err}");
     }
 
     /// The host table holds each kernel's AMD tiles from the file's definitions, and
@@ -265,40 +287,56 @@ mod tests {
     #[test]
     fn host_table_reads_the_amd_definitions() {
         let src = format!("{SRC}{}", (0..8).map(|i| format!("extern \"C\" __global__ void k{i}() {{ const int a = MMQ_X_Q4_0_AMPERE; const int b = MMQ_Y_Q4_0_AMPERE; const int c = NWARPS_Q4_0_AMPERE; }}\n")).collect::<String>());
-        let rs = host_table(&src, "candle-kernels 9.9.9").unwrap();
+        let rs = table_of(&src, "candle-kernels 9.9.9", &data(10)).unwrap();
         assert!(rs.starts_with("// Generated by `cargo xtask regen` from candle-kernels 9.9.9 src/quantized.cu"), "{rs}");
-        assert!(rs.contains("(\"mul_mat_q4_0\", [64, 128, 8], [64, 64, 8]),") && rs.contains("(\"mul_mat_q6_K\", [64, 128, 8], [32, 64, 8]),"), "{rs}");
+        assert!(rs.contains("(\"mul_mat_q4_0\", [64, 128, 8], [64, 64, 8]),") && rs.contains("(\"mul_mat_q6_K\", [32, 64, 8], [32, 64, 8]),"), "{rs}");
+        let without = table_of(&src, "x", &QuantizedMmqTiles { second_only: &[], ..data(10) }).unwrap();
+        assert!(without.contains("(\"mul_mat_q6_K\", [64, 128, 8], [32, 64, 8]),"), "{without}");
         assert!(rs.contains("if cc < 0x1000000 {") && rs.contains("if cc >= 0x1001030 { *first } else { *second }"), "{rs}");
         syn::parse_file(&rs).expect("the table is Rust");
-        let err = host_table(&src.replace("#define NWARPS_Q6_K_RDNA1  8\n", ""), "x").unwrap_err().to_string();
+        let err = table_of(&src.replace("#define NWARPS_Q6_K_RDNA1  8\n", ""), "x", &data(10)).unwrap_err().to_string();
         assert!(err.contains("NWARPS_Q6_K_RDNA1") && err.contains("not #defined to a number"), "{err}");
-        let err = host_table(&src.replace("#define NWARPS_Q6_K_RDNA1  8\n", "#define NWARPS_Q6_K_RDNA1  8\n#define NWARPS_Q6_K_RDNA1  4\n"), "x").unwrap_err().to_string();
+        let err = table_of(&src.replace("#define NWARPS_Q4_0_RDNA1  8\n", "#define NWARPS_Q4_0_RDNA1  8\n#define NWARPS_Q4_0_RDNA1  4\n"), "x", &data(10)).unwrap_err().to_string();
         assert!(err.contains("defined more than once"), "{err}");
     }
 
-    /// The device pass and the host choose the same family on every arch ggml names:
-    /// the `#if` of [`QuantizedMmqTiles::select`] over the arch's macros (its ggml
-    /// families, clang's `__GFX<major>__`, `GGML_USE_HIP`) against `amd_cc` over its
-    /// ggml compute capability (`0x1000000` plus the arch id).
+    /// The device pass and the host choose the same tile on every arch ggml names, for
+    /// both macros: each branch of [`QuantizedMmqTiles::select`] evaluated over the arch's
+    /// macros (its ggml families, clang's `__GFX<major>__`, `GGML_USE_HIP`; none for
+    /// NVIDIA) against `amd_cc` over its ggml compute capability (`0x1000000` plus the arch
+    /// id; 900 for sm_90) and the host table's columns (`second_only`: the second in both).
     #[test]
     fn device_and_host_choose_the_same_tile() {
-        let select = lexer::lex(QUANTIZED_MMQ_TILES.select).tokens;
-        let condition = |directive: &str| -> Vec<Token> {
-            let at = (0..select.len()).find(|&i| select[i].is_punct("#") && next_significant(&select, i + 1).is_some_and(|d| select[d].is_ident(directive))).expect("the #if/#elif");
-            let start = next_significant(&select, at + 1).unwrap() + 1;
-            select[start..].iter().take_while(|t| t.kind != TokenKind::Newline).cloned().collect()
-        };
-        let [first, second] = [condition("if"), condition("elif")];
+        let data = &QUANTIZED_MMQ_TILES;
+        let select = data.select();
+        // per branch: its condition (`None` for `#else`) and the suffix each macro names
+        let mut branches: Vec<(Option<Vec<Token>>, Vec<(String, String)>)> = Vec::new();
+        for line in select.lines() {
+            if let Some(cond) = line.strip_prefix("#if ").or_else(|| line.strip_prefix("#elif ")) {
+                branches.push((Some(lexer::lex(cond).tokens.into_iter().filter(|t| t.kind != TokenKind::Newline).collect()), Vec::new()));
+            } else if line == "#else" {
+                branches.push((None, Vec::new()));
+            } else if let Some(def) = line.strip_prefix("#define ") {
+                let (name, suffix) = def.split_once("(name) name##_").expect("a tile macro");
+                branches.last_mut().expect("inside the #if").1.push((name.to_string(), suffix.to_string()));
+            }
+        }
+        assert_eq!(branches.len(), 3, "{select}");
         let mut arches: Vec<&str> = GGML_AMD_FAMILIES.iter().flat_map(|f| f.arches.iter().copied()).collect();
-        arches.extend(["gfx1013", "gfx1250"]);
+        arches.extend(["gfx1013", "gfx1250", "sm_90"]);
         for arch in arches {
-            let hex = &arch[3..];
-            let defined: Vec<String> = GGML_AMD_FAMILIES
-                .iter()
-                .filter(|f| f.arches.contains(&arch))
-                .map(|f| f.define.to_string())
-                .chain([format!("__GFX{}__", &hex[..hex.len() - 2]), "GGML_USE_HIP".to_string()])
-                .collect();
+            let (defined, cc): (Vec<String>, i32) = match arch.strip_prefix("gfx") {
+                Some(hex) => (
+                    GGML_AMD_FAMILIES
+                        .iter()
+                        .filter(|f| f.arches.contains(&arch))
+                        .map(|f| f.define.to_string())
+                        .chain([format!("__GFX{}__", &hex[..hex.len() - 2]), "GGML_USE_HIP".to_string()])
+                        .collect(),
+                    data.amd_cc[1] + i32::from_str_radix(hex, 16).unwrap(),
+                ),
+                None => (Vec::new(), 900),
+            };
             let holds = |cond: &[Token]| -> bool {
                 let mut toks = Vec::new();
                 let mut i = 0;
@@ -316,10 +354,16 @@ mod tests {
                 }
                 pp_expr::evaluate(&toks, &Default::default()).expect("a condition of defined() only") != 0
             };
-            let device = if holds(&first) { 0 } else if holds(&second) { 1 } else { 2 };
-            let cc = QUANTIZED_MMQ_TILES.amd_cc[1] + i32::from_str_radix(hex, 16).unwrap();
-            let host = QUANTIZED_MMQ_TILES.amd_cc.iter().position(|&from| cc >= from).unwrap_or(2);
-            assert_eq!(device, host, "{arch} (cc {cc:#x}, macros {defined:?}): the kernel takes family {device}, the launcher {host}");
+            let (_, macros) = branches.iter().find(|(cond, _)| cond.as_ref().is_none_or(|c| holds(c))).expect("an #else");
+            let device = |name: &str| macros.iter().find(|(m, _)| m == name).map(|(_, s)| s.clone()).expect("every branch defines both macros");
+            let column = data.amd_cc.iter().position(|&from| cc >= from);
+            let host = |second_only: bool| match column {
+                Some(0) if !second_only => data.amd[0],
+                Some(_) => data.amd[1],
+                None => data.nvidia,
+            };
+            assert_eq!(device("CANDLE_MMQ_TILE"), host(false), "{arch} (cc {cc:#x}, macros {defined:?}): CANDLE_MMQ_TILE");
+            assert_eq!(device(&data.second_only_macro()), host(true), "{arch} (cc {cc:#x}, macros {defined:?}): {}", data.second_only_macro());
         }
     }
 }
