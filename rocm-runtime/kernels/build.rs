@@ -83,13 +83,13 @@ fn run() -> Result<()> {
     let kernels_dir = kernels_dir.canonicalize().map_err(|e| {
         format!("kernel sources not found at {}: {e}\nrun `cargo xtask regen`, or set CANDLE_ROCM_KERNELS_DIR to a generated/kernels directory", kernels_dir.display())
     })?;
-    let manifest = kernels_dir
+    let manifest_path = kernels_dir
         .parent()
         .unwrap_or(&kernels_dir)
         .join("MANIFEST.toml");
     watch(&kernels_dir)?;
-    println!("cargo:rerun-if-changed={}", manifest.display());
-    let static_library = static_library_patterns(&manifest)?;
+    println!("cargo:rerun-if-changed={}", manifest_path.display());
+    let manifest = hip_build::plan::KernelsManifest::read(&manifest_path)?;
 
     let hipcc = hip_build::build_script::locate_hipcc("the `rocm` feature compiles Candle's kernels for AMD GPUs", "builds without the `rocm` feature need no ROCm")?;
     let version = hip_build::build_script::check_version(&hipcc)?;
@@ -103,7 +103,7 @@ fn run() -> Result<()> {
     }
 
     let mut jobs =
-        hip_build::plan::kernel_jobs(&kernels_dir, &out_dir.join("hip"), &arches, &static_library)
+        hip_build::plan::kernel_jobs(&kernels_dir, &out_dir.join("hip"), &arches, &manifest)
             .map_err(|e| format!("listing {}: {e}", kernels_dir.display()))?;
     let defines = switch_defines()?;
     for job in &mut jobs {
@@ -114,11 +114,12 @@ fn run() -> Result<()> {
     }
     // Everything that changes every output: a new value recompiles all units.
     let stamp = format!(
-        "hipcc={}\narches={}\nkernels={}\ndefines={}\n",
+        "hipcc={}\narches={}\nkernels={}\ndefines={}\nunit_flags={:?}\n",
         hipcc.path().display(),
         arches.join(","),
         kernels_dir.display(),
-        defines.join(" ")
+        defines.join(" "),
+        manifest.unit_flags
     );
     let stamp_path = out_dir.join("build-stamp.txt");
     let stamp_ok = std::fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp);
@@ -182,29 +183,6 @@ fn run() -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// `[kernels] static_library` of generated/MANIFEST.toml: upstream `.cu` patterns linked as a static library.
-fn static_library_patterns(manifest: &Path) -> Result<Vec<String>> {
-    let text =
-        std::fs::read_to_string(manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
-    let value: toml::Value = text
-        .parse()
-        .map_err(|e| format!("{}: not valid TOML: {e}", manifest.display()))?;
-    let missing = || {
-        format!(
-            "{}: no `static_library` key (a list of upstream .cu patterns) in its [kernels] table",
-            manifest.display()
-        )
-    };
-    let list = value
-        .get("kernels")
-        .and_then(|k| k.get("static_library"))
-        .ok_or_else(missing)?;
-    let list = list.as_array().ok_or_else(missing)?;
-    list.iter()
-        .map(|p| p.as_str().map(str::to_string).ok_or_else(missing))
-        .collect()
 }
 
 /// `cargo:rerun-if-changed` for every file and directory (new files) under `dir`.

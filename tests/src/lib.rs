@@ -34,10 +34,6 @@ pub fn pinned_version() -> String {
     upstream_toml()["candle"]["version"].as_str().expect("[candle] version").to_string()
 }
 
-/// `[kernels] static_library` from `upstream.toml`.
-pub fn static_library_patterns() -> Vec<String> {
-    upstream_toml()["kernels"]["static_library"].as_array().expect("[kernels] static_library").iter().map(|v| v.as_str().expect("string").to_string()).collect()
-}
 
 /// hipcc, or `None` after saying plainly that the check did not run. Under
 /// CI (`CI` set), a missing hipcc is a failure: CI installs it.

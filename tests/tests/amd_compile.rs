@@ -3,7 +3,7 @@
 //! (RDNA2, wave32) without seeing a CUDA header, and every kernel of the
 //! CUDA build exists in the code objects of both arches.
 
-use candle_rocm_tests::{fixture, hipcc_or_skip, pinned_version, static_library_patterns, workspace_root};
+use candle_rocm_tests::{fixture, hipcc_or_skip, pinned_version, workspace_root};
 use hip_build::kernel_names::{check_build, Reference};
 use hip_build::cache::KernelCache;
 use hip_build::{compile_all, plan, CompileJob, OutputKind, CI_ARCHES};
@@ -14,7 +14,9 @@ fn generated_kernels_compile_for_cdna_and_rdna_with_full_kernel_parity() {
     let kernels = workspace_root().join("generated/kernels");
     let out = tempfile::tempdir().unwrap();
     let arches: Vec<String> = CI_ARCHES.iter().map(|a| a.to_string()).collect();
-    let jobs = plan::kernel_jobs(&kernels, out.path(), &arches, &static_library_patterns()).unwrap();
+    // built as the kernels crate builds them: MANIFEST.toml's [kernels] table
+    let manifest = plan::KernelsManifest::read(&workspace_root().join("generated/MANIFEST.toml")).unwrap();
+    let jobs = plan::kernel_jobs(&kernels, out.path(), &arches, &manifest).unwrap();
     assert!(jobs.len() > 20, "expected every candle-kernels unit, found {}", jobs.len());
     let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
     // units this hipcc already compiled from these very sources (CANDLE_ROCM_KERNELS_CACHE:

@@ -99,7 +99,7 @@ pub fn run(args: BuildArgs) -> Result<ExitCode> {
     let mut ok = true;
     let mut summary = Vec::new();
     for (build_arches, build_out) in builds {
-        let jobs = plan::kernel_jobs(&kernels, &build_out, &build_arches, &crate::regen::static_library(&config.kernels.static_library)).with_context(|| format!("listing {}", kernels.display()))?;
+        let jobs = plan::kernel_jobs(&kernels, &build_out, &build_arches, &crate::regen::kernels_manifest(&config.kernels.static_library)).with_context(|| format!("listing {}", kernels.display()))?;
         println!("build-kernels: {} files for {} with hipcc {version} ({} jobs)", jobs.len(), build_arches.join(","), parallelism);
         let (results, wall) = compile(&hipcc, jobs, parallelism);
         let failed = results.iter().filter(|r| r.result.is_err()).count();

@@ -83,6 +83,28 @@ pub const RUN_MHA_PARAMETERS: &[&str] = &[
 /// `[kernels] static_library` (the unit's name with `.cu`).
 pub const OWN_STATIC_LIBRARY: &[&str] = &["candle_flash_attn.cu"];
 
+/// Extra hipcc flags for the units whose upstream name matches `units` (a pattern of
+/// MANIFEST.toml's `[kernels] static_library` form), in MANIFEST.toml's `[kernels]
+/// unit_flags`: every AMD build of the generated kernels passes them (the kernels crate's
+/// build script, `cargo xtask build-kernels`, the static report, the AMD compile test).
+pub struct UnitFlags {
+    pub units: &'static str,
+    pub flags: &'static [&'static str],
+    pub why: &'static str,
+}
+
+/// See [`UnitFlags`].
+pub const UNIT_FLAGS: &[UnitFlags] = &[UnitFlags {
+    units: "mmq_gguf/mmq_instance_*.cu",
+    flags: &["-mllvm", "-amdgpu-unroll-threshold-local=0"],
+    why: "AMDGPU's loop unroller raises its threshold from 300 to 1000 for loops that address LDS; in ggml's MMQ it then \
+          unrolls the loops ggml left without a pragma (the AMD matrix paths' k01 loops) where the per-iteration body is \
+          small, and at small tile widths (mmq_x 16-64) the unrolled loads need more than the 256 VGPRs a wave can have: \
+          ROCm 7.2 gfx1100 `mul_mat_q<Q4_0, 32>` 256 VGPRs + 46 spilled, `<Q4_0, 48>` + 127, against 149 at mmq_x 64. \
+          Without the raise (threshold 0: the LDS rule never applies), ggml's `#pragma unroll` loops still unroll; \
+          -fno-unroll-loops instead left private arrays in scratch",
+}];
+
 /// Qualified names (`::`-joined, trivia between the parts ignored) → replacement.
 /// Matched before [`IDENTIFIERS`].
 pub const QUALIFIED: &[(&[&str], &str)] = &[

@@ -161,7 +161,7 @@ pub fn run(args: KernelResourcesArgs) -> Result<ExitCode> {
     let cuda = CudaReference::read(&reference_path)?;
     let build_dir = match &args.build_dir {
         Some(dir) => at(dir),
-        None => compile(&root, &hipcc, &arches, &crate::regen::static_library(&config.kernels.static_library), &rocm)?,
+        None => compile(&root, &hipcc, &arches, &crate::regen::kernels_manifest(&config.kernels.static_library), &rocm)?,
     };
     let files = code_object_files(&build_dir)?;
     if files.is_empty() {
@@ -213,13 +213,13 @@ fn tree_name(root: &Path, path: &Path) -> String {
 }
 
 /// Compiles generated/kernels for `arches` into target/kernel-resources/<rocm>/<arches>.
-fn compile(root: &Path, hipcc: &Hipcc, arches: &[String], static_library: &[String], rocm: &str) -> Result<PathBuf> {
+fn compile(root: &Path, hipcc: &Hipcc, arches: &[String], manifest: &plan::KernelsManifest, rocm: &str) -> Result<PathBuf> {
     let kernels = root.join("generated/kernels");
     let out = root.join("target/kernel-resources").join(rocm).join(arches.join("+"));
     for arch in arches {
         hipcc.check_arch(arch)?;
     }
-    let jobs = plan::kernel_jobs(&kernels, &out, arches, static_library).with_context(|| format!("listing {}", kernels.display()))?;
+    let jobs = plan::kernel_jobs(&kernels, &out, arches, manifest).with_context(|| format!("listing {}", kernels.display()))?;
     println!("kernel-resources: compiling {} files for {} into {}", jobs.len(), arches.join(","), tree_name(root, &out));
     let results = compile_all_with_progress(hipcc, jobs, hip_build::default_parallelism(), &|r| println!("  {:>6.1}s  {}", r.wall.as_secs_f64(), tree_name(root, &r.job.source)));
     let failed: Vec<String> = results.iter().filter_map(|r| r.result.as_ref().err().map(|e| format!("{}: {e}", tree_name(root, &r.job.source)))).collect();

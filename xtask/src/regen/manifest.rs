@@ -37,6 +37,12 @@ pub fn render_manifest(upstream: &Upstream, static_library: &[String], steps: &[
     s.push_str("\n[kernels]\n");
     let patterns: Vec<String> = static_library.iter().map(|p| quoted(p)).collect();
     let _ = writeln!(s, "static_library = [{}]", patterns.join(", "));
+    // extra hipcc flags per unit (translator::kernels::mapping::UNIT_FLAGS, which says why)
+    let rows: Vec<String> = translator::kernels::mapping::UNIT_FLAGS
+        .iter()
+        .map(|u| format!("{{ units = {}, flags = [{}] }}", quoted(u.units), u.flags.iter().map(|f| quoted(f)).collect::<Vec<_>>().join(", ")))
+        .collect();
+    let _ = writeln!(s, "unit_flags = [{}]", rows.join(", "));
     // candle-rocm's own units: their launchers are not compared with the CUDA build's
     let own: Vec<String> = translator::kernels::mapping::OWN_UNITS.iter().map(|(name, _, _)| quoted(name)).collect();
     let _ = writeln!(s, "own_units = [{}]", own.join(", "));

@@ -152,6 +152,18 @@ pub fn static_library(upstream: &[String]) -> Vec<String> {
     upstream.iter().cloned().chain(translator::kernels::mapping::OWN_STATIC_LIBRARY.iter().map(|p| p.to_string())).collect()
 }
 
+/// MANIFEST.toml's `[kernels]` table as the builds read it: [`static_library`] of
+/// upstream's patterns, and the translator's per-unit flags.
+pub fn kernels_manifest(upstream_static_library: &[String]) -> hip_build::plan::KernelsManifest {
+    hip_build::plan::KernelsManifest {
+        static_library: static_library(upstream_static_library),
+        unit_flags: translator::kernels::mapping::UNIT_FLAGS
+            .iter()
+            .map(|u| hip_build::plan::UnitFlags { units: u.units.to_string(), flags: u.flags.iter().map(|f| f.to_string()).collect() })
+            .collect(),
+    }
+}
+
 /// The whole generated tree: every step's files, the upstream license files,
 /// NOTICE.md and MANIFEST.toml.
 pub fn assemble(upstream: &Upstream, static_library: &[String], steps: &[StepOutput]) -> Result<Tree> {
