@@ -14,6 +14,8 @@
 #     OUT_DIR/lib$LAUNCHERS_LIB.so (default libcandle_rocm_launchers.so) with
 #     the extern "C" launchers (cudart linked statically). Only the extern "C"
 #     functions of those units are exported (a linker version script).
+#   MANIFEST.toml's [kernels] unit_flags are hipcc (AMDGPU) flags: nvcc takes none
+#   of them, in the emulated AMD build too.
 #
 # Then checks the outputs:
 #   * every .co has entries; with a reference (CANDLE_KERNELS_REFERENCE, else
