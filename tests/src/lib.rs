@@ -34,7 +34,6 @@ pub fn pinned_version() -> String {
     upstream_toml()["candle"]["version"].as_str().expect("[candle] version").to_string()
 }
 
-
 /// hipcc, or `None` after saying plainly that the check did not run. Under
 /// CI (`CI` set), a missing hipcc is a failure: CI installs it.
 pub fn hipcc_or_skip(what: &str) -> Option<hip_build::Hipcc> {

@@ -895,6 +895,12 @@ impl QuantizedMmqTiles {
         format!("CANDLE_MMQ_TILE_{}", self.amd[1])
     }
 
+    /// Whether the kernels of `quant` take the second AMD tile on every AMD arch (the
+    /// rule's macro and the host table's first column both follow this).
+    pub fn takes_second_only(&self, quant: &str) -> bool {
+        self.second_only.contains(&quant)
+    }
+
     /// Inserted before the first tiled kernel: `CANDLE_MMQ_TILE(MMQ_X_<T>)` picks, in each
     /// device pass, the tile `amd_cc` picks on the host, and [`Self::second_only_macro`]
     /// the second AMD tile on every AMD arch; both name the NVIDIA tile elsewhere.

@@ -23,7 +23,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// MANIFEST.toml for the steps' inputs and rule counts and for `outputs`
 /// (every file of the tree but the manifest itself). Sorted, no timestamps,
 /// no absolute paths, LF endings: the same inputs always give the same bytes.
-pub fn render_manifest(upstream: &Upstream, static_library: &[String], steps: &[StepOutput], outputs: &Tree) -> String {
+pub fn render_manifest(upstream: &Upstream, kernels: &hip_build::plan::KernelsManifest, steps: &[StepOutput], outputs: &Tree) -> String {
     let mut s = String::new();
     s.push_str("# Provenance of generated/: written by `cargo xtask regen`. Do not edit.\n");
     let _ = writeln!(s, "generator = {}", quoted("cargo xtask regen"));
@@ -35,12 +35,13 @@ pub fn render_manifest(upstream: &Upstream, static_library: &[String], steps: &[
     }
     // how generated/kernels is built (read by candle-rocm-kernels' build script)
     s.push_str("\n[kernels]\n");
-    let patterns: Vec<String> = static_library.iter().map(|p| quoted(p)).collect();
+    let patterns: Vec<String> = kernels.static_library.iter().map(|p| quoted(p)).collect();
     let _ = writeln!(s, "static_library = [{}]", patterns.join(", "));
     // extra hipcc flags per unit (translator::kernels::mapping::UNIT_FLAGS, which says why)
-    let rows: Vec<String> = translator::kernels::mapping::UNIT_FLAGS
+    let rows: Vec<String> = kernels
+        .unit_flags
         .iter()
-        .map(|u| format!("{{ units = {}, flags = [{}] }}", quoted(u.units), u.flags.iter().map(|f| quoted(f)).collect::<Vec<_>>().join(", ")))
+        .map(|u| format!("{{ units = {}, flags = [{}] }}", quoted(&u.units), u.flags.iter().map(|f| quoted(f)).collect::<Vec<_>>().join(", ")))
         .collect();
     let _ = writeln!(s, "unit_flags = [{}]", rows.join(", "));
     // candle-rocm's own units: their launchers are not compared with the CUDA build's
@@ -200,8 +201,8 @@ mod tests {
     #[test]
     fn manifest_is_deterministic_and_has_no_absolute_paths() {
         let up = upstream();
-        let a = render_manifest(&up, &[], &[kernels_step()], &outputs());
-        assert_eq!(a, render_manifest(&up, &[], &[kernels_step()], &outputs()));
+        let a = render_manifest(&up, &Default::default(), &[kernels_step()], &outputs());
+        assert_eq!(a, render_manifest(&up, &Default::default(), &[kernels_step()], &outputs()));
         assert!(!a.contains("/abs/path") && !a.contains("/opt/rocm"), "{a}");
         assert!(!a.contains('\r'));
         assert!(a.find("arch-guards").unwrap() < a.find("names").unwrap());
@@ -214,7 +215,7 @@ mod tests {
 
     #[test]
     fn manifest_is_valid_toml_with_the_expected_fields() {
-        let a = render_manifest(&upstream(), &[], &[kernels_step()], &outputs());
+        let a = render_manifest(&upstream(), &Default::default(), &[kernels_step()], &outputs());
         let t: toml::Table = toml::from_str(&a).expect("valid TOML");
         assert_eq!(t["generator"].as_str(), Some("cargo xtask regen"));
         assert_eq!(t["translator_version"].as_str(), Some(translator::TRANSLATOR_VERSION));
@@ -232,8 +233,8 @@ mod tests {
     #[test]
     fn steps_get_their_own_rule_count_tables() {
         let backend = StepOutput { name: "candle-core", inputs: vec![("candle-core/src/lib.rs".into(), vec![])], rule_counts: BTreeMap::from([("names", 7)]), ..Default::default() };
-        let a = render_manifest(&upstream(), &[], &[kernels_step(), backend.clone()], &outputs());
-        let b = render_manifest(&upstream(), &[], &[backend, kernels_step()], &outputs());
+        let a = render_manifest(&upstream(), &Default::default(), &[kernels_step(), backend.clone()], &outputs());
+        let b = render_manifest(&upstream(), &Default::default(), &[backend, kernels_step()], &outputs());
         assert_eq!(a, b, "step order does not matter");
         let t: toml::Table = toml::from_str(&a).unwrap();
         assert_eq!(t["rule_counts"]["candle-core"]["names"].as_integer(), Some(7));
@@ -253,7 +254,7 @@ mod tests {
     #[test]
     fn changes_since_reads_flat_and_per_step_counts() {
         let up = upstream();
-        let current = render_manifest(&up, &[], &[kernels_step()], &outputs());
+        let current = render_manifest(&up, &Default::default(), &[kernels_step()], &outputs());
         assert_eq!(changes_since(&current, current.as_bytes()), ["no change since the previous regen"]);
         let flat = "[rule_counts]\nnames = 3\narch-guards = 1\nold-rule = 4\n\n[[input]]\npath = \"candle-kernels/src/a.cu\"\nsha256 = \"00\"\n";
         let lines = changes_since(flat, current.as_bytes());

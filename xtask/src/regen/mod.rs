@@ -85,7 +85,7 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
     let input = StepInput::new(&upstream, rocm_crate_paths(&root, &out_dir))?;
     // the steps are independent: they run on the thread pool (as do the files inside them)
     let steps = STEPS.par_iter().map(|step| step(&input)).collect::<Result<Vec<_>>>()?;
-    let tree = assemble(&upstream, &static_library(&config.kernels.static_library), &steps)?;
+    let tree = assemble(&upstream, &kernels_manifest(&config.kernels.static_library), &steps)?;
     if args.check {
         let (up_to_date, text) = tree::check_report(&on_disk, &tree, &label, "regen");
         report(&upstream, &steps, &tree, &label, start);
@@ -146,18 +146,14 @@ pub(crate) fn rocm_crate_paths(root: &Path, out_dir: &Path) -> BTreeMap<String, 
         .collect()
 }
 
-/// MANIFEST.toml's `[kernels] static_library`: upstream's patterns (upstream.toml), then
-/// those of candle-rocm's own units (the flash-attention launcher).
-pub fn static_library(upstream: &[String]) -> Vec<String> {
-    upstream.iter().cloned().chain(translator::kernels::mapping::OWN_STATIC_LIBRARY.iter().map(|p| p.to_string())).collect()
-}
-
-/// MANIFEST.toml's `[kernels]` table as the builds read it: [`static_library`] of
-/// upstream's patterns, and the translator's per-unit flags.
+/// MANIFEST.toml's `[kernels]` table, which regen writes and every build reads:
+/// upstream's static-library patterns (upstream.toml), then those of candle-rocm's own
+/// units (the flash-attention launcher), and the translator's per-unit flags.
 pub fn kernels_manifest(upstream_static_library: &[String]) -> hip_build::plan::KernelsManifest {
+    use translator::kernels::mapping::{OWN_STATIC_LIBRARY, UNIT_FLAGS};
     hip_build::plan::KernelsManifest {
-        static_library: static_library(upstream_static_library),
-        unit_flags: translator::kernels::mapping::UNIT_FLAGS
+        static_library: upstream_static_library.iter().cloned().chain(OWN_STATIC_LIBRARY.iter().map(|p| p.to_string())).collect(),
+        unit_flags: UNIT_FLAGS
             .iter()
             .map(|u| hip_build::plan::UnitFlags { units: u.units.to_string(), flags: u.flags.iter().map(|f| f.to_string()).collect() })
             .collect(),
@@ -166,7 +162,7 @@ pub fn kernels_manifest(upstream_static_library: &[String]) -> hip_build::plan::
 
 /// The whole generated tree: every step's files, the upstream license files,
 /// NOTICE.md and MANIFEST.toml.
-pub fn assemble(upstream: &Upstream, static_library: &[String], steps: &[StepOutput]) -> Result<Tree> {
+pub fn assemble(upstream: &Upstream, kernels: &hip_build::plan::KernelsManifest, steps: &[StepOutput]) -> Result<Tree> {
     let mut tree = Tree::new();
     for step in steps {
         for (path, contents) in &step.files {
@@ -187,7 +183,7 @@ pub fn assemble(upstream: &Upstream, static_library: &[String], steps: &[StepOut
     let inputs: Vec<String> = steps.iter().flat_map(|s| s.inputs.iter().map(|(p, _)| p.clone())).collect();
     let gaps: Vec<translator::backend::Gap> = steps.iter().flat_map(|s| s.gaps.iter().cloned()).collect();
     tree.insert(parity::PARITY.to_string(), parity::render(&tree, &inputs, &gaps).into_bytes());
-    let rendered = manifest::render_manifest(upstream, static_library, steps, &tree);
+    let rendered = manifest::render_manifest(upstream, kernels, steps, &tree);
     tree.insert(manifest::MANIFEST.to_string(), rendered.into_bytes());
     Ok(tree)
 }
@@ -268,21 +264,21 @@ mod tests {
         std::fs::write(up.core.root.join("LICENSE-MIT"), "mit").unwrap();
         std::fs::write(up.core.root.join("README.md"), "no").unwrap();
         let steps = [identity_step("kernels", "kernels", &[("a.cu", "a"), ("moe/b.cuh", "b")])];
-        let tree = assemble(&up, &[], &steps).unwrap();
+        let tree = assemble(&up, &Default::default(), &steps).unwrap();
         let paths: Vec<_> = tree.keys().map(String::as_str).collect();
         assert_eq!(paths, ["MANIFEST.toml", "NOTICE.md", "PARITY.md", "kernels/a.cu", "kernels/moe/b.cuh", "upstream-licenses/candle-core/LICENSE-MIT"]);
         let manifest = String::from_utf8(tree["MANIFEST.toml"].clone()).unwrap();
         assert!(manifest.contains("path = \"upstream-licenses/candle-core/LICENSE-MIT\""));
         assert!(manifest.contains("path = \"NOTICE.md\""));
         assert!(!manifest.contains(dir.path().to_str().unwrap()));
-        assert_eq!(tree, assemble(&up, &[], &steps).unwrap(), "deterministic");
+        assert_eq!(tree, assemble(&up, &Default::default(), &steps).unwrap(), "deterministic");
     }
 
     #[test]
     fn steps_must_not_overlap() {
         let dir = tempfile::tempdir().unwrap();
         let steps = [identity_step("kernels", "kernels", &[("a.cu", "a")]), identity_step("other", "kernels", &[("a.cu", "b")])];
-        let e = assemble(&upstream(dir.path()), &[], &steps).unwrap_err().to_string();
+        let e = assemble(&upstream(dir.path()), &Default::default(), &steps).unwrap_err().to_string();
         assert_eq!(e, "two translation steps write kernels/a.cu (step `other` is the second)");
     }
 }

@@ -116,7 +116,7 @@ fn rewrite(unit: &mut Unit, data: &QuantizedMmqTiles) -> Result<usize, Translate
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     let second_only = data.second_only_macro();
     for k in &kernels {
-        let tile = if data.second_only.contains(&k.quant.as_str()) { second_only.as_str() } else { "CANDLE_MMQ_TILE" };
+        let tile = if data.takes_second_only(&k.quant) { second_only.as_str() } else { "CANDLE_MMQ_TILE" };
         for (param, at) in PARAMS.iter().zip(k.initializers) {
             edits.push((at.expect("checked"), 1, format!("{tile}({param}_{})", k.quant)));
         }
@@ -159,7 +159,7 @@ fn table_of(source: &str, label: &str, data: &QuantizedMmqTiles) -> Result<Strin
     let mut rows = Vec::new();
     for k in &kernels {
         let second = tile(&k.quant, data.amd[1], k.line)?;
-        let first = if data.second_only.contains(&k.quant.as_str()) { second } else { tile(&k.quant, data.amd[0], k.line)? };
+        let first = if data.takes_second_only(&k.quant) { second } else { tile(&k.quant, data.amd[0], k.line)? };
         let name = &k.name;
         let [first, second] = [first, second].map(|t| t.map(proc_macro2::Literal::u32_unsuffixed));
         rows.push(quote::quote! { (#name, [#(#first),*], [#(#second),*]) });
