@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(WARPS_PER_BLOCK * wrap_size) moe_gemm_gguf_pre
     const int32_t size_n,
     const int32_t size_k,
     const int gguf_dtype
-) {
+) { constexpr int candle_gguf_dtype = std::is_same<block_q_t, block_q8_0>::value ? 0 : std::is_same<block_q_t, block_q4_K>::value ? 1 : std::is_same<block_q_t, block_q2_K>::value ? 2 : std::is_same<block_q_t, block_q3_K>::value ? 3 : std::is_same<block_q_t, block_q5_K>::value ? 4 : std::is_same<block_q_t, block_q6_K>::value ? 5 : -1; static_assert(candle_gguf_dtype != -1, "rule template-implied-arguments: a block_q_t the row does not name"); // rule template-implied-arguments: gguf_dtype is the value of block_q_t at every launch; each instance dequantizes its own block type: the switch over all six GGUF dequantizers in every instance took 206-243 VGPRs and spilled SGPRs on CDNA (q4_K)
     const int expert_id = blockIdx.x;
     const int n_tile_idx = blockIdx.y;
 
@@ -243,7 +243,7 @@ __global__ void __launch_bounds__(WARPS_PER_BLOCK * wrap_size) moe_gemm_gguf_pre
                     const uint8_t* quant_ptr = B_quant_sh + n_local * block_size_bytes;
                     T* dequant_ptr = B_sh + n_local * qk; // Stride by qk
                     // Dequantize one block using this warp
-                    dequantize_block_warp(dequant_ptr, quant_ptr, gguf_dtype);
+                    dequantize_block_warp(dequant_ptr, quant_ptr, candle_gguf_dtype);
                 }
             }
 

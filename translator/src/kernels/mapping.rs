@@ -267,6 +267,53 @@ pub const UPSTREAM_BARRIERS: &[UpstreamBarrier] = &[
     UpstreamBarrier { file: "t.cu", loop_end_comment: "// end k_base loop", why: "test row" },
 ];
 
+/// A kernel parameter whose every launch passes the value a template argument implies
+/// (rule `template-implied-arguments`).
+pub struct TemplateImpliedArgument {
+    /// Upstream path relative to the kernels' `src/`.
+    pub file: &'static str,
+    /// The `__global__` template's name.
+    pub kernel: &'static str,
+    /// The runtime parameter; inside the kernel's body it becomes `candle_<parameter>`.
+    pub parameter: &'static str,
+    /// The template parameter that implies it.
+    pub template_parameter: &'static str,
+    /// The launchers' variable: each `<launch_condition> == N` branch launches the kernel
+    /// with the type whose value is N, passing that variable as `parameter`.
+    pub launch_condition: &'static str,
+    /// (the template argument, the value every launch with it passes)
+    pub values: &'static [(&'static str, &'static str)],
+    pub why: &'static str,
+}
+
+/// Rule `template-implied-arguments`: a kernel that branches at run time on a parameter
+/// its template arguments already fix compiles every branch into every instance; with
+/// the value a constant of the instance, only its own branch is left. The rule checks each
+/// row against the launches in the same file (a launch pairing another value with the
+/// type, or a type never launched, is an error), so the constant is what the argument
+/// was; the parameter stays in the signature.
+pub const TEMPLATE_IMPLIED_ARGUMENTS: &[TemplateImpliedArgument] = &[
+    TemplateImpliedArgument {
+        file: "moe/moe_wmma_gguf.cu",
+        kernel: "moe_gemm_gguf_prefill_kernel",
+        parameter: "gguf_dtype",
+        template_parameter: "block_q_t",
+        launch_condition: "gguf_type",
+        values: &[("block_q8_0", "0"), ("block_q4_K", "1"), ("block_q2_K", "2"), ("block_q3_K", "3"), ("block_q5_K", "4"), ("block_q6_K", "5")],
+        why: "each instance dequantizes its own block type: the switch over all six GGUF dequantizers in every instance took 206-243 VGPRs and spilled SGPRs on CDNA (q4_K)",
+    },
+    #[cfg(test)]
+    TemplateImpliedArgument {
+        file: "t.cu",
+        kernel: "k",
+        parameter: "kind",
+        template_parameter: "B",
+        launch_condition: "type",
+        values: &[("block_a", "0"), ("block_b", "1")],
+        why: "test row",
+    },
+];
+
 /// CUDA toolkit version macros. HIP defines none of them, so in preprocessor
 /// conditions they read as 0 (as they would under hipcc); every feature they
 /// gate upstream is provided by HIP or the compat headers instead.

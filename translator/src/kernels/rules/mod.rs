@@ -22,6 +22,7 @@ mod pp_expr;
 mod prelude;
 mod quantized_mmq_tiles;
 mod residue;
+mod template_implied;
 pub(crate) mod tokens;
 mod toolkit_version;
 mod upstream_fixes;
@@ -75,6 +76,7 @@ pub const PIPELINE: &[Rule] = &[
     Rule { name: "quantized-mmq-tiles", apply: quantized_mmq_tiles::apply },
     Rule { name: "launch-bounds", apply: launch_bounds::apply },
     Rule { name: "upstream-kernel-fixes", apply: upstream_fixes::apply },
+    Rule { name: "template-implied-arguments", apply: template_implied::apply },
     Rule { name: "inline-asm", apply: inline_asm::apply },
     Rule { name: "warp-sync-intrinsics", apply: warp_sync::apply },
     Rule { name: "names", apply: names::apply },
