@@ -94,16 +94,28 @@ pub struct UnitFlags {
 }
 
 /// See [`UnitFlags`].
-pub const UNIT_FLAGS: &[UnitFlags] = &[UnitFlags {
-    units: "mmq_gguf/mmq_instance_*.cu",
-    flags: &["-mllvm", "-amdgpu-unroll-threshold-local=0"],
-    why: "AMDGPU's loop unroller raises its threshold from 300 to 1000 for loops that address LDS; in ggml's MMQ it then \
-          unrolls the loops ggml left without a pragma (the AMD matrix paths' k01 loops) where the per-iteration body is \
-          small, and at small tile widths (mmq_x 16-64) the unrolled loads need more than the 256 VGPRs a wave can have: \
-          ROCm 7.2 gfx1100 `mul_mat_q<Q4_0, 32>` 256 VGPRs + 46 spilled, `<Q4_0, 48>` + 127, against 149 at mmq_x 64. \
-          Without the raise (threshold 0: the LDS rule never applies), ggml's `#pragma unroll` loops still unroll; \
-          -fno-unroll-loops instead left private arrays in scratch",
-}];
+pub const UNIT_FLAGS: &[UnitFlags] = &[
+    UnitFlags {
+        units: "mmq_gguf/mmq_instance_*.cu",
+        flags: &["-mllvm", "-amdgpu-unroll-threshold-local=0"],
+        why: "AMDGPU's loop unroller raises its threshold from 300 to 1000 for loops that address LDS; in ggml's MMQ it then \
+              unrolls the loops ggml left without a pragma (the AMD matrix paths' k01 loops) where the per-iteration body is \
+              small, and at small tile widths (mmq_x 16-64) the unrolled loads need more than the 256 VGPRs a wave can have: \
+              ROCm 7.2 gfx1100 `mul_mat_q<Q4_0, 32>` 256 VGPRs + 46 spilled, `<Q4_0, 48>` + 127, against 149 at mmq_x 64. \
+              Without the raise (threshold 0: the LDS rule never applies), ggml's `#pragma unroll` loops still unroll; \
+              -fno-unroll-loops instead left private arrays in scratch",
+    },
+    UnitFlags {
+        units: "unary.cu",
+        flags: &["-mllvm", "-disable-machine-licm"],
+        why: "MachineLICM hoists the constants of the math library's polynomials (ocml's erf, exp, pow, sin...) out of the \
+              grid-stride loops and holds them in registers across the loop: on f64 forty-odd SGPR pairs, so the f64 erf \
+              kernels spilled SGPRs on gfx90a and RDNA (upstream's loop shape too) and the f64 erf/normcdf/pow kernels ran 5-7 waves \
+              on CDNA; ROCm 7.2 gfx90a `uerf_f64` 100 SGPRs + 2 spilled, 69 VGPRs -> 48 and 22. The loops are bound by \
+              memory traffic: materialising an immediate per iteration is cheaper than the waves the held registers cost. \
+              IR-level LICM still hoists the loops' address arithmetic",
+    },
+];
 
 /// Qualified names (`::`-joined, trivia between the parts ignored) → replacement.
 /// Matched before [`IDENTIFIERS`].
