@@ -24,7 +24,7 @@
 //! ([`NO_TILE_ABORT`]), as in ggml's own launcher; a launcher without exactly
 //! one such `default` is an error.
 
-use super::tokens::{next_significant, tokens_from};
+use super::tokens::{next_significant, spaced, tokens_from};
 use super::{TreeFacts, Unit};
 use crate::kernels::mapping::{GgmlHostTile, GGML_HOST_TILES, NO_TILE_ABORT};
 use crate::lexer::Token;
@@ -114,11 +114,6 @@ fn find_initializer(tokens: &[Token], name: &str, from: usize) -> Option<(usize,
         i += 1;
     }
     None
-}
-
-/// Significant tokens joined by single spaces.
-fn spaced(tokens: &[Token]) -> String {
-    tokens.iter().filter(|t| !t.is_trivia()).map(|t| t.text.as_str()).collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //! the kernel) is an error naming the file, the line and the row.
 
 use super::launch_bounds::kernel_name;
-use super::tokens::{matching_close, matching_paren, next_significant, split_args, tokens_from};
+use super::tokens::{matching_close, matching_paren, next_significant, spaced, split_args, tokens_from};
 use super::{TreeFacts, Unit};
 use crate::kernels::mapping::{TemplateImpliedArgument, TEMPLATE_IMPLIED_ARGUMENTS};
 use crate::lexer::{Token, TokenKind};
@@ -26,8 +26,9 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
     let mut count = 0;
     let path = unit.path.clone();
     for row in TEMPLATE_IMPLIED_ARGUMENTS.iter().filter(|r| r.file == path) {
-        let index = check_launches(unit, row)?;
-        rewrite_definition(unit, row, index)?;
+        let def = definition(unit, row)?;
+        let param = check_launches(unit, row, &def)?;
+        rewrite_definition(unit, row, &def, param)?;
         count += 1;
     }
     Ok(count)
@@ -37,8 +38,17 @@ fn error(unit: &Unit, line: u32, construct: impl Into<String>, what: impl std::f
     TranslateError::unsupported(&unit.path, line, construct, format!("{RULE}: {what} (check the row in kernels::mapping::TEMPLATE_IMPLIED_ARGUMENTS)"))
 }
 
-/// The kernel's definition: the indices of its parameter list's `(` and `)`, its body's `{` and `}`.
-fn definition(unit: &Unit, row: &TemplateImpliedArgument) -> Result<(usize, usize, usize, usize, usize), TranslateError> {
+/// Where a kernel's definition is: token indices of its `__global__`, its parameter list's
+/// `(` and `)`, its body's `{` and `}`.
+struct Definition {
+    global: usize,
+    open: usize,
+    close: usize,
+    brace: usize,
+    end: usize,
+}
+
+fn definition(unit: &Unit, row: &TemplateImpliedArgument) -> Result<Definition, TranslateError> {
     let tokens = &unit.tokens;
     for at in (0..tokens.len()).filter(|&i| tokens[i].is_ident("__global__")) {
         let Some((start, name, _)) = kernel_name(tokens, at) else { continue };
@@ -57,19 +67,19 @@ fn definition(unit: &Unit, row: &TemplateImpliedArgument) -> Result<(usize, usiz
         if !template.is_some_and(|t| tokens[t..at].iter().any(|t| t.is_ident(row.template_parameter))) {
             return Err(bad(&format!("the kernel has no template parameter `{}`", row.template_parameter)));
         }
-        return Ok((at, open, close, brace, end));
+        return Ok(Definition { global: at, open, close, brace, end });
     }
     Err(error(unit, 0, format!("__global__ {}", row.kernel), "no definition of the kernel"))
 }
 
-/// Checks every launch of the kernel in the file; returns the parameter's position.
-fn check_launches(unit: &Unit, row: &TemplateImpliedArgument) -> Result<usize, TranslateError> {
-    let (at, open, close, _, _) = definition(unit, row)?;
+/// Checks every launch of the kernel in the file; returns the parameter's tokens in the definition.
+fn check_launches(unit: &Unit, row: &TemplateImpliedArgument, def: &Definition) -> Result<std::ops::Range<usize>, TranslateError> {
+    let at = def.global;
     let tokens = &unit.tokens;
-    let params = split_args(tokens, open, close);
+    let params = split_args(tokens, def.open, def.close);
     let index = params
         .iter()
-        .position(|r| r.clone().filter(|&k| !tokens[k].is_trivia()).last().is_some_and(|k| tokens[k].is_ident(row.parameter)))
+        .position(|r| r.clone().rev().find(|&k| !tokens[k].is_trivia()).is_some_and(|k| tokens[k].is_ident(row.parameter)))
         .ok_or_else(|| error(unit, tokens[at].line, format!("__global__ {}", row.kernel), format!("no parameter `{}`", row.parameter)))?;
 
     let mut branch: Option<&str> = None;
@@ -94,7 +104,7 @@ fn check_launches(unit: &Unit, row: &TemplateImpliedArgument) -> Result<usize, T
         // a launch: kernel<...><<<...>>>(args)
         let lt = lt.unwrap();
         let gt = (lt + 1..tokens.len()).find(|&k| tokens[k].kind == TokenKind::Punct && tokens[k].text.starts_with('>'));
-        let construct = format!("{}<{}>", row.kernel, gt.map(|g| significant_text(&tokens[lt + 1..g])).unwrap_or_default());
+        let construct = format!("{}<{}>", row.kernel, gt.map(|g| spaced(&tokens[lt + 1..g]).replace(" ,", ",")).unwrap_or_default());
         let bad = |what: String| error(unit, t.line, construct.clone(), what);
         let gt = gt.ok_or_else(|| bad("no end to the template arguments".into()))?;
         let types: Vec<usize> = row.values.iter().enumerate().filter(|(_, (ty, _))| tokens[lt + 1..gt].iter().any(|k| k.is_ident(ty))).map(|(v, _)| v).collect();
@@ -107,7 +117,7 @@ fn check_launches(unit: &Unit, row: &TemplateImpliedArgument) -> Result<usize, T
         }
         let call = (gt..tokens.len()).find(|&k| tokens[k].is_punct("(")).ok_or_else(|| bad("no call arguments".into()))?;
         let call_close = matching_paren(tokens, call).ok_or_else(|| bad("unbalanced call arguments".into()))?;
-        let passed = split_args(tokens, call, call_close).get(index).map(|r| significant_text(&tokens[r.clone()]));
+        let passed = split_args(tokens, call, call_close).get(index).map(|r| spaced(&tokens[r.clone()]));
         if passed.as_deref() != Some(row.launch_condition) {
             return Err(bad(format!("passes `{}` as `{}`, not `{}`", passed.unwrap_or_default(), row.parameter, row.launch_condition)));
         }
@@ -117,20 +127,15 @@ fn check_launches(unit: &Unit, row: &TemplateImpliedArgument) -> Result<usize, T
     if let Some(v) = launched.iter().position(|l| !l) {
         return Err(error(unit, 0, format!("{}<{}>", row.kernel, row.values[v].0), "never launched in the file"));
     }
-    Ok(index)
+    Ok(params[index].clone())
 }
 
-/// The tokens' text without trivia (spaces, newlines, a macro's line continuations), separated by spaces where words meet.
-fn significant_text(tokens: &[Token]) -> String {
-    let words: Vec<&str> = tokens.iter().filter(|t| !t.is_trivia()).map(|t| t.text.as_str()).collect();
-    words.join(" ").replace(" ,", ",")
-}
-
-fn rewrite_definition(unit: &mut Unit, row: &TemplateImpliedArgument, index: usize) -> Result<(), TranslateError> {
-    let (_, open, close, brace, end) = definition(unit, row)?;
+/// Inserts the constant on the body's `{` line and renames the parameter's uses in the body
+/// (`def` is from before the insertion: nothing before the body moves).
+fn rewrite_definition(unit: &mut Unit, row: &TemplateImpliedArgument, def: &Definition, param: std::ops::Range<usize>) -> Result<(), TranslateError> {
+    let Definition { brace, end, .. } = *def;
     let constant = format!("candle_{}", row.parameter);
-    let param = split_args(&unit.tokens, open, close)[index].clone();
-    let ty: Vec<&str> = param.clone().filter(|&k| !unit.tokens[k].is_trivia()).map(|k| unit.tokens[k].text.as_str()).filter(|t| *t != "const").collect();
+    let ty: Vec<&str> = param.filter(|&k| !unit.tokens[k].is_trivia()).map(|k| unit.tokens[k].text.as_str()).filter(|t| *t != "const").collect();
     let ty = ty[..ty.len() - 1].join(" ");
     let mut uses = 0;
     for t in &mut unit.tokens[brace + 1..end] {

@@ -75,6 +75,12 @@ pub fn text_of(tokens: &[Token]) -> String {
     lexer::render(tokens).trim().to_string()
 }
 
+/// The significant tokens' text (no spaces, newlines, comments or a macro's line
+/// continuations), joined by single spaces.
+pub fn spaced(tokens: &[Token]) -> String {
+    tokens.iter().filter(|t| !t.is_trivia()).map(|t| t.text.as_str()).collect::<Vec<_>>().join(" ")
+}
+
 /// Lexes `text` into tokens that all carry `line`.
 pub fn tokens_from(text: &str, line: u32) -> Vec<Token> {
     lexer::lex(text).tokens.into_iter().map(|mut t| {
