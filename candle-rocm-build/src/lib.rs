@@ -179,7 +179,7 @@ impl Builder {
         self
     }
 
-    /// A directory of headers (`.cuh`, `.h`, `.hpp`) the kernels include; translated too.
+    /// A directory of headers (`.cuh`, `.h`, `.hpp`, `.inl`, ...: `include_paths::HEADER_EXTENSIONS`) the kernels include; translated too.
     pub fn include_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.include_dirs.push(dir.into());
         self
@@ -346,7 +346,7 @@ impl Builder {
         }
 
         let start = Instant::now();
-        let ctx = KernelContext { source_label: "a crate's own kernels (candle-rocm-build)".to_string() };
+        let ctx = KernelContext::new("a crate's own kernels (candle-rocm-build)");
         let translated = translate_tree(&inputs, &ctx).map_err(|e| Error::Translate(with_origin(e, &inputs, &origins)))?;
         let translate_s = start.elapsed().as_secs_f64();
         let hip_dir = out.join("hip");
@@ -585,7 +585,7 @@ fn headers(root: &Path, dir: &Path, below: bool, files: &mut Vec<(String, PathBu
             if below {
                 headers(root, &path, true, files)?;
             }
-        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("cuh" | "h" | "hpp")) {
+        } else if translator::kernels::include_paths::is_header(&path.to_string_lossy()) {
             let rel = path.strip_prefix(root).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
             files.push((rel, path));
         }
@@ -598,6 +598,8 @@ fn with_origin(e: TranslateError, inputs: &[TreeFile], origins: &[PathBuf]) -> T
     let origin = |file: &str| inputs.iter().position(|i| i.rel_path == file).map_or_else(|| file.to_string(), |i| origins[i].display().to_string());
     match e {
         TranslateError::Unsupported { file, line, construct, reason } => TranslateError::Unsupported { file: origin(&file), line, construct, reason },
+        TranslateError::NvidiaOnly { file, line, construct, cause } => TranslateError::NvidiaOnly { file: origin(&file), line, construct, cause },
+        TranslateError::NeedsLibrary { file, line, construct, library } => TranslateError::NeedsLibrary { file: origin(&file), line, construct, library },
         TranslateError::NotUtf8 { file, line } => TranslateError::NotUtf8 { file: origin(&file), line },
         TranslateError::Lex { file, line, what } => TranslateError::Lex { file: origin(&file), line, what },
     }

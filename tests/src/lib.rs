@@ -20,7 +20,7 @@ pub fn translate_fixture(rel: &str) -> Result<KernelOutput, TranslateError> {
     let path = fixture(rel);
     let name = path.file_name().and_then(|n| n.to_str()).expect("fixture name").to_string();
     let contents = std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    let ctx = KernelContext { source_label: "candle-kernels (test fixture)".into() };
+    let ctx = KernelContext::new("candle-kernels (test fixture)");
     translate_tree(&[TreeFile { rel_path: name, contents }], &ctx)
 }
 

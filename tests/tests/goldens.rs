@@ -32,7 +32,7 @@ fn translation_is_idempotent_on_its_own_output() {
     // drop the provenance line and prelude include the first pass added
     let text = String::from_utf8(once.contents.clone()).unwrap();
     let body: String = text.lines().skip(2).map(|l| format!("{l}\n")).collect();
-    let ctx = translator::kernels::KernelContext { source_label: "candle-kernels (test fixture)".into() };
+    let ctx = translator::kernels::KernelContext::new("candle-kernels (test fixture)");
     let again = translator::kernels::translate_tree(&[translator::TreeFile { rel_path: "all_rules.cu".into(), contents: body.into_bytes() }], &ctx).unwrap();
     let twice = again.files.iter().find(|f| f.rel_path.ends_with(".hip")).unwrap();
     assert_eq!(String::from_utf8_lossy(&twice.contents), text);

@@ -11,6 +11,24 @@ pub enum TranslateError {
         construct: String,
         reason: String,
     },
+    /// A construct with no AMD meaning, refused on purpose: `cause` names what it is
+    /// (inline PTX, an sm_90 instruction, a CUTLASS/CuTe header, ...).
+    #[error("{file}:{line}: {construct}: NVIDIA-only: {cause}")]
+    NvidiaOnly {
+        file: String,
+        line: u32,
+        construct: String,
+        cause: String,
+    },
+    /// A header of a library outside CUDA that this translation does not provide (PyTorch's
+    /// C++ API in vLLM's kernels): not a CUDA construct, so neither mapped nor refused.
+    #[error("{file}:{line}: {construct}: needs {library}, which this translation does not provide")]
+    NeedsLibrary {
+        file: String,
+        line: u32,
+        construct: String,
+        library: String,
+    },
     #[error("{file}:{line}: input is not valid UTF-8")]
     NotUtf8 { file: String, line: u32 },
     #[error("{file}:{line}: {what}")]
@@ -18,6 +36,10 @@ pub enum TranslateError {
 }
 
 impl TranslateError {
+    pub fn nvidia_only(file: &str, line: u32, construct: impl Into<String>, cause: impl Into<String>) -> Self {
+        TranslateError::NvidiaOnly { file: file.to_string(), line, construct: construct.into(), cause: cause.into() }
+    }
+
     pub fn unsupported(file: &str, line: u32, construct: impl Into<String>, reason: impl Into<String>) -> Self {
         TranslateError::Unsupported {
             file: file.to_string(),

@@ -45,7 +45,7 @@ fn spliced() -> impl Strategy<Value = String> {
 }
 
 fn translate(bytes: Vec<u8>) -> Result<Vec<TreeFile>, translator::TranslateError> {
-    let ctx = KernelContext { source_label: "fuzz 0.0.0".into() };
+    let ctx = KernelContext::new("fuzz 0.0.0");
     translate_tree(&[TreeFile { rel_path: "f.cu".into(), contents: bytes }], &ctx).map(|o| o.files)
 }
 

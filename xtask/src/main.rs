@@ -15,11 +15,13 @@
 //!   regen, the kernels' build and the backend's type check (`releases`,
 //!   `checkout_shape`).
 //! * `port-crate` ports a Candle extension crate written for CUDA to ROCm (`port_crate`).
+//! * `corpus` measures the kernel translator on corpora it was not written against (`corpus`).
 //! * `bench` times regen and the kernel build and renders BENCHMARKS.md (`bench`).
 
 mod bench;
 mod build_kernels;
 mod checkout_shape;
+mod corpus;
 mod gpu_bundle;
 mod gpu_program;
 mod kernel_warnings;
@@ -71,6 +73,9 @@ enum Command {
     /// Port a Candle extension crate written for CUDA (kernels, extern "C" launchers, a cudaforge/bindgen_cuda
     /// build script, FFI in cuda_fwd) to its ROCm twin of the same name, and list what the rules leave out.
     PortCrate(port_crate::PortArgs),
+    /// The kernel translator on CUDA it was not written against (Candle's releases, mistral.rs's crates, vLLM's
+    /// csrc): per kernel unit translated, refused as NVIDIA-only, needing a library, or "no rule"; --compile compiles.
+    Corpus(corpus::CorpusArgs),
     /// Benchmarks: regen speed, kernel build time, and BENCHMARKS.md from the result files.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -95,6 +100,7 @@ fn main() -> ExitCode {
         Command::RocmBackend(args) => rocm::backend::run(args),
         Command::Releases(args) => releases::run(args),
         Command::PortCrate(args) => port_crate::run(args),
+        Command::Corpus(args) => corpus::run(args),
         Command::Bench(command) => bench::run(command),
     };
     match result {

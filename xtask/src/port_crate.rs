@@ -81,8 +81,14 @@ pub fn port(src: &Path, out: &Path, root: &Path, candle: Option<&Path>) -> Resul
     let label = format!("{} {}", package("name"), package("version"));
 
     // the kernels, as candle-rocm-build will translate them at build time
-    let kernels: Vec<TreeFile> = files.iter().filter(|(p, _)| p.ends_with(".cu") || p.ends_with(".cuh")).map(|(p, c)| TreeFile { rel_path: p.clone(), contents: c.clone() }).collect();
-    let ctx = translator::kernels::KernelContext { source_label: label.clone() };
+    // (its .cu files and the headers they include, whatever their extension or directory)
+    let candidates: Vec<TreeFile> = files
+        .iter()
+        .filter(|(p, _)| translator::kernels::include_paths::is_kernel_unit(p) || translator::kernels::include_paths::is_header(p))
+        .map(|(p, c)| TreeFile { rel_path: p.clone(), contents: c.clone() })
+        .collect();
+    let kernels = translator::kernels::include_paths::own_headers(&candidates, &[]);
+    let ctx = translator::kernels::KernelContext::new(label.clone());
     let translated = translator::kernels::translate_tree(&kernels, &ctx).map_err(|e| anyhow!("{}: {e}", src.display()))?;
 
     let paths = translator::backend::package::PackagePaths {

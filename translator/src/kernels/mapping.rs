@@ -31,6 +31,34 @@ pub const INCLUDES: &[(&str, Option<&str>)] = &[
     ("rocwmma/rocwmma.hpp", Some("candle_hip_wmma.h")),
 ];
 
+/// Headers with no AMD meaning (a name ending in `/` is a directory: every header in it):
+/// an include of one is refused as NVIDIA-only, with the cause (rule `includes`).
+pub const NVIDIA_ONLY_HEADERS: &[(&str, &str)] = &[
+    ("cutlass/", "CUTLASS: NVIDIA's tensor-core GEMM templates (SM80+ MMA atoms, sm_90 wgmma/TMA); AMD's counterpart is Composable Kernel, another design"),
+    ("cute/", "CuTe: CUTLASS's layouts over NVIDIA MMA/copy atoms (ldmatrix, cp.async, TMA)"),
+    ("cuda/barrier", "libcu++'s cuda::barrier: asynchronous copies through the sm_80+ mbarrier"),
+    ("cuda/pipeline", "libcu++'s cuda::pipeline: cp.async stages (sm_80+)"),
+    ("cuda/ptx", "libcu++'s PTX instruction wrappers"),
+    ("cudaTypedefs.h", "the CUDA driver's entry-point typedefs, taken for TMA tensor maps (sm_90)"),
+    ("cuda_fp4.h", "NVIDIA's fp4 (e2m1) types and conversions: no HIP spelling of them in the releases we support (HIP 5.2.3, ROCm 6.4)"),
+];
+
+/// Headers of libraries outside CUDA that the translation does not provide (prefix,
+/// library): an include of one is neither mapped nor refused as NVIDIA-only.
+pub const FOREIGN_HEADERS: &[(&str, &str)] = &[
+    ("torch/", "PyTorch's C++ API"),
+    ("ATen/", "PyTorch's C++ API"),
+    ("c10/", "PyTorch's C++ API"),
+    ("pybind11/", "pybind11"),
+    ("Python.h", "CPython's C API"),
+];
+
+/// Whether `header` is named by a row key of [`NVIDIA_ONLY_HEADERS`] or [`FOREIGN_HEADERS`]:
+/// the same name, or inside a directory key (`cutlass/` holds `cutlass/gemm/x.h`).
+pub fn header_row<'a>(rows: &'a [(&'a str, &'a str)], header: &str) -> Option<&'a str> {
+    rows.iter().find(|(key, _)| if key.ends_with('/') { header.starts_with(key) } else { header == *key }).map(|(_, why)| *why)
+}
+
 /// Standard C/C++ headers that pass through unchanged.
 pub const STANDARD_INCLUDES: &[&str] = &[
     "cassert", "cfloat", "climits", "cmath", "cstddef", "cstdint", "cstdio", "cstdlib", "cstring", "float.h", "limits", "limits.h",

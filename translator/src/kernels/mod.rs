@@ -4,11 +4,13 @@
 //! the last one, `residue-check`, fails on anything CUDA-only that is left.
 
 pub mod compile_flags;
+pub mod include_paths;
 pub mod mapping;
 pub mod rules;
 
 use std::collections::BTreeMap;
 
+pub use rules::FileFailure;
 use crate::{TranslateError, TreeFile};
 
 /// What the translator needs to know about the inputs besides their text.
@@ -16,6 +18,16 @@ use crate::{TranslateError, TreeFile};
 pub struct KernelContext {
     /// Shown in the first line of every generated file, e.g. `candle-kernels 0.11.1`.
     pub source_label: String,
+    /// Include directories relative to the tree's root, as nvcc's `-I` (searched after
+    /// the including file's own directory for a quoted name; alone for an angled one).
+    pub include_dirs: Vec<String>,
+}
+
+impl KernelContext {
+    /// A context with no include directories.
+    pub fn new(source_label: impl Into<String>) -> Self {
+        KernelContext { source_label: source_label.into(), include_dirs: Vec::new() }
+    }
 }
 
 /// The translated tree and what the rules did to it.
@@ -40,7 +52,7 @@ pub struct KernelOutput {
 ///
 /// let cu = "#include <cuda_bf16.h>\n__global__ void twice(__nv_bfloat16 *x) { x[threadIdx.x] = x[threadIdx.x] * x[threadIdx.x]; }\n";
 /// let inputs = [TreeFile { rel_path: "ops.cu".into(), contents: cu.as_bytes().to_vec() }];
-/// let ctx = KernelContext { source_label: "my-crate 0.1.0".into() };
+/// let ctx = KernelContext::new("my-crate 0.1.0");
 /// let out = translate_tree(&inputs, &ctx).unwrap();
 /// let hip = out.files.iter().find(|f| f.rel_path == "ops.hip").unwrap();
 /// let hip = String::from_utf8_lossy(&hip.contents);
@@ -54,4 +66,10 @@ pub struct KernelOutput {
 /// ```
 pub fn translate_tree(inputs: &[TreeFile], ctx: &KernelContext) -> Result<KernelOutput, TranslateError> {
     rules::run_pipeline(inputs, ctx)
+}
+
+/// As [`translate_tree`], but every file on its own: the output holds the files that
+/// translated, and each file that did not has its error (the corpus report's rows).
+pub fn translate_each(inputs: &[TreeFile], ctx: &KernelContext) -> Result<(KernelOutput, Vec<FileFailure>), TranslateError> {
+    rules::run_pipeline_each(inputs, ctx)
 }

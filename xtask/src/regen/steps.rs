@@ -90,7 +90,7 @@ pub fn kernels(input: &StepInput) -> Result<StepOutput> {
     if files.is_empty() {
         bail!("{}: no .cu or .cuh files in src/", krate.name);
     }
-    let ctx = KernelContext { source_label: format!("{} {}", krate.name, krate.version) };
+    let ctx = KernelContext::new(format!("{} {}", krate.name, krate.version));
     let output = translate_tree(&files, &ctx).map_err(|e| anyhow!("translation failed: {e}"))?;
 
     let mut notes = match hipify::find() {

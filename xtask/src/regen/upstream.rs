@@ -197,7 +197,7 @@ pub fn registry_dir(name: &str, version: &str) -> Option<PathBuf> {
 }
 
 /// `cargo fetch` of a throwaway manifest that depends on exactly `version`.
-fn fetch(names: &[&str], version: &str) -> Result<()> {
+pub fn fetch(names: &[&str], version: &str) -> Result<()> {
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let deps: String = names.iter().map(|n| format!("{n} = \"={version}\"\n")).collect();
     std::fs::write(dir.path().join("Cargo.toml"), format!("[package]\nname = \"candle-rocm-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[dependencies]\n{deps}"))?;

@@ -1,12 +1,14 @@
 //! Rule `includes`: maps CUDA headers to HIP or compat headers.
 //!
-//! `#include` of a header in [`INCLUDES`] is rewritten (or dropped when the
-//! compat prelude provides it); standard headers and headers of the kernel
-//! tree itself pass through; anything else is an error naming the header.
+//! An include that finds a file of the tree (as nvcc would: [`include_paths`]) is the
+//! tree's own and passes through; `#include` of a header in [`INCLUDES`] is rewritten
+//! (or dropped when the compat prelude provides it); standard headers pass through;
+//! anything else is an error naming the header.
 
 use super::{TreeFacts, Unit};
-use crate::kernels::mapping::{INCLUDES, STANDARD_INCLUDES};
-use crate::lexer::{self, logical_lines, LogicalLine, TokenKind};
+use crate::kernels::mapping::{header_row, FOREIGN_HEADERS, INCLUDES, NVIDIA_ONLY_HEADERS, STANDARD_INCLUDES};
+use crate::kernels::include_paths::{self, include_target};
+use crate::lexer::{self, logical_lines};
 use crate::TranslateError;
 
 pub fn apply(unit: &mut Unit, facts: &TreeFacts) -> Result<usize, TranslateError> {
@@ -17,8 +19,12 @@ pub fn apply(unit: &mut Unit, facts: &TreeFacts) -> Result<usize, TranslateError
             out.extend(line.tokens);
             continue;
         }
-        let (target, quoted) = include_target(&line)
+        let (target, quoted) = include_target(&line.view())
             .ok_or_else(|| TranslateError::unsupported(&unit.path, line.line(), lexer::render(&line.tokens).trim(), "unparsable #include"))?;
+        if include_paths::resolve(&unit.path, &target, quoted, &facts.include_dirs, |p| facts.inputs.contains(p)).is_some() {
+            out.extend(line.tokens);
+            continue;
+        }
         if let Some((_, replacement)) = INCLUDES.iter().find(|(from, _)| *from == target) {
             count += 1;
             if let Some(to) = replacement {
@@ -27,12 +33,18 @@ pub fn apply(unit: &mut Unit, facts: &TreeFacts) -> Result<usize, TranslateError
             }
             continue;
         }
-        let local = quoted && facts.inputs.contains(&resolve(&unit.path, &target));
-        if !local && !STANDARD_INCLUDES.contains(&target.as_str()) {
+        let spelled = || format!("#include {}", if quoted { format!("\"{target}\"") } else { format!("<{target}>") });
+        if let Some(cause) = header_row(NVIDIA_ONLY_HEADERS, &target) {
+            return Err(TranslateError::nvidia_only(&unit.path, line.line(), spelled(), cause));
+        }
+        if let Some(library) = header_row(FOREIGN_HEADERS, &target) {
+            return Err(TranslateError::NeedsLibrary { file: unit.path.clone(), line: line.line(), construct: spelled(), library: library.to_string() });
+        }
+        if !STANDARD_INCLUDES.contains(&target.as_str()) {
             return Err(TranslateError::unsupported(
                 &unit.path,
                 line.line(),
-                format!("#include {}", if quoted { format!("\"{target}\"") } else { format!("<{target}>") }),
+                spelled(),
                 "no rule maps this header to HIP (add it to kernels::mapping::INCLUDES)",
             ));
         }
@@ -40,38 +52,6 @@ pub fn apply(unit: &mut Unit, facts: &TreeFacts) -> Result<usize, TranslateError
     }
     unit.tokens = out;
     Ok(count)
-}
-
-/// The header named by an include line, and whether it was quoted.
-fn include_target(line: &LogicalLine) -> Option<(String, bool)> {
-    let body: Vec<_> = line.directive_body().iter().filter(|t| !t.is_trivia()).collect();
-    let first = body.first()?;
-    if first.kind == TokenKind::Str {
-        return Some((first.text.trim_matches('"').to_string(), true));
-    }
-    if first.is_punct("<") {
-        let end = body.iter().position(|t| t.is_punct(">"))?;
-        let start = line.tokens.iter().position(|t| std::ptr::eq(t, *first))?;
-        let stop = line.tokens.iter().position(|t| std::ptr::eq(t, body[end]))?;
-        return Some((lexer::render(&line.tokens[start + 1..stop]).trim().to_string(), false));
-    }
-    None
-}
-
-/// `dir/of/file.cu` + `x.cuh` → `dir/of/x.cuh` (with `..` resolved).
-fn resolve(from: &str, target: &str) -> String {
-    let mut parts: Vec<&str> = from.split('/').collect();
-    parts.pop();
-    for part in target.split('/') {
-        match part {
-            ".." => {
-                parts.pop();
-            }
-            "." => {}
-            p => parts.push(p),
-        }
-    }
-    parts.join("/")
 }
 
 #[cfg(test)]
@@ -104,8 +84,30 @@ mod tests {
     }
 
     #[test]
-    fn resolves_relative_paths() {
-        assert_eq!(resolve("moe/a.cu", "../b.cuh"), "b.cuh");
-        assert_eq!(resolve("moe/a.cu", "b.cuh"), "moe/b.cuh");
+    fn nvidia_only_and_foreign_headers_are_refused_with_their_cause() {
+        let err = run_with(apply, "#include <cute/tensor.hpp>\n", &facts()).unwrap_err();
+        assert!(matches!(err, TranslateError::NvidiaOnly { .. }));
+        assert!(err.to_string().starts_with("t.cu:1: #include <cute/tensor.hpp>: NVIDIA-only: CuTe"), "{err}");
+        let err = run_with(apply, "#include <torch/all.h>\n", &facts()).unwrap_err();
+        assert_eq!(err.to_string(), "t.cu:1: #include <torch/all.h>: needs PyTorch's C++ API, which this translation does not provide");
+        // a directory row holds only what is inside it
+        assert!(header_row(NVIDIA_ONLY_HEADERS, "cutlass_like.h").is_none());
+    }
+
+    #[test]
+    fn the_trees_own_headers_pass_whatever_their_extension_and_directory() {
+        let facts = TreeFacts {
+            inputs: ["k/t.cu".to_string(), "cuda_compat.h".to_string(), "k/moe_utils.h".to_string(), "inc/x.inl".to_string()].into(),
+            include_dirs: vec!["inc".to_string()],
+            ..Default::default()
+        };
+        let src = "#include \"../cuda_compat.h\"\n#include \"moe_utils.h\"\n#include <x.inl>\n";
+        let mut unit = Unit { path: "k/t.cu".into(), tokens: lexer::lex(src).tokens };
+        assert_eq!(apply(&mut unit, &facts).unwrap(), 0);
+        assert_eq!(lexer::render(&unit.tokens), src);
+        // not beside the includer nor in an include directory: not the tree's
+        let mut unit = Unit { path: "k/t.cu".into(), tokens: lexer::lex("#include \"cuda_compat.h\"\n").tokens };
+        let err = apply(&mut unit, &facts).unwrap_err().to_string();
+        assert!(err.starts_with("k/t.cu:1: #include \"cuda_compat.h\": no rule"), "{err}");
     }
 }

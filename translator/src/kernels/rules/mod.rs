@@ -53,6 +53,9 @@ pub struct TreeFacts {
     /// Macros defined somewhere in the tree but only inside branches that
     /// fold away on AMD: they are never defined, so `defined(X)` is false.
     pub never_defined: BTreeSet<String>,
+    /// The tree's include directories (relative to its root), searched after the
+    /// including file's own directory, as nvcc's `-I` ([`crate::kernels::KernelContext`]).
+    pub include_dirs: Vec<String>,
 }
 
 /// A named rule: rewrites one file, returns how many rewrites it made.
@@ -90,19 +93,58 @@ pub const PIPELINE: &[Rule] = &[
 const FACTS_BEFORE: &str = "fold-conditionals";
 
 pub fn run_pipeline(inputs: &[TreeFile], ctx: &KernelContext) -> Result<KernelOutput, TranslateError> {
+    let (output, failures) = run_pipeline_each(inputs, ctx)?;
+    // the error a rule-by-rule run stops at: the earliest rule's, in file order
+    match failures.into_iter().min_by(|a, b| (a.stage, &a.path).cmp(&(b.stage, &b.path))) {
+        Some(failure) => Err(failure.error),
+        None => Ok(output),
+    }
+}
+
+/// A file that did not translate: at which step (0 lexing, then 1 + the rule's index in
+/// [`PIPELINE`]) and why.
+#[derive(Debug, Clone)]
+pub struct FileFailure {
+    pub path: String,
+    pub stage: usize,
+    pub error: TranslateError,
+}
+
+/// Every file through the pipeline on its own: a file a rule fails on leaves the run (its
+/// error kept), the others go on. Tree facts (the input paths, the macros never defined)
+/// are the whole tree's either way. The output holds the files that passed every rule.
+pub fn run_pipeline_each(inputs: &[TreeFile], ctx: &KernelContext) -> Result<(KernelOutput, Vec<FileFailure>), TranslateError> {
     // Files are independent within a rule: each step runs over them on the thread
-    // pool, and results are taken in file order (so is the first error).
-    let mut units = inputs.par_iter().map(lex_unit).collect::<Result<Vec<_>, _>>()?;
+    // pool, and results are taken in file order.
+    let mut failures = Vec::new();
+    let mut units = Vec::new();
+    for (file, lexed) in inputs.iter().zip(inputs.par_iter().map(lex_unit).collect::<Vec<_>>()) {
+        match lexed {
+            Ok(unit) => units.push(unit),
+            Err(error) => failures.push(FileFailure { path: file.rel_path.clone(), stage: 0, error }),
+        }
+    }
     units.sort_by(|a, b| a.path.cmp(&b.path));
-    let mut facts = TreeFacts { inputs: units.iter().map(|u| u.path.clone()).collect(), ..Default::default() };
+    let mut facts = TreeFacts { inputs: inputs.iter().map(|f| f.rel_path.clone()).collect(), include_dirs: ctx.include_dirs.clone(), ..Default::default() };
 
     let mut rule_counts = BTreeMap::new();
-    for rule in PIPELINE {
+    for (index, rule) in PIPELINE.iter().enumerate() {
         if rule.name == FACTS_BEFORE {
             facts.never_defined = fold_conditionals::never_defined_macros(&units);
         }
         let counts: Vec<Result<usize, TranslateError>> = units.par_iter_mut().map(|unit| (rule.apply)(unit, &facts)).collect();
-        let count = counts.into_iter().sum::<Result<usize, TranslateError>>()?;
+        let mut count = 0;
+        let mut kept = Vec::with_capacity(units.len());
+        for (unit, result) in units.into_iter().zip(counts) {
+            match result {
+                Ok(n) => {
+                    count += n;
+                    kept.push(unit);
+                }
+                Err(error) => failures.push(FileFailure { path: unit.path, stage: index + 1, error }),
+            }
+        }
+        units = kept;
         rule_counts.insert(rule.name, count);
     }
 
@@ -114,10 +156,14 @@ pub fn run_pipeline(inputs: &[TreeFile], ctx: &KernelContext) -> Result<KernelOu
     // the ROCm launcher's copy of the tiles rule quantized-mmq-tiles gives the kernels
     if let Some(quantized) = inputs.iter().find(|f| f.rel_path == QUANTIZED_MMQ_TILES.file) {
         let source = std::str::from_utf8(&quantized.contents).map_err(|_| TranslateError::NotUtf8 { file: quantized.rel_path.clone(), line: 0 })?;
-        files.push(TreeFile { rel_path: QUANTIZED_MMQ_TILES_RS.to_string(), contents: quantized_mmq_tiles::host_table(source, &ctx.source_label)?.into_bytes() });
+        match quantized_mmq_tiles::host_table(source, &ctx.source_label) {
+            Ok(table) => files.push(TreeFile { rel_path: QUANTIZED_MMQ_TILES_RS.to_string(), contents: table.into_bytes() }),
+            Err(error) => failures.push(FileFailure { path: quantized.rel_path.clone(), stage: PIPELINE.len() + 1, error }),
+        }
     }
     files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
-    Ok(KernelOutput { files, rule_counts })
+    failures.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok((KernelOutput { files, rule_counts }, failures))
 }
 
 /// `X.cu` becomes `X.hip`; headers keep their names.
