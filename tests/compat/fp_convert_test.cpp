@@ -140,6 +140,13 @@ void check_f32_to_fp8(Group& g, uint32_t u) {
     const unsigned got = candle_f32_to_fp8_e4m3(f32(u));
     const unsigned want = fp8_oracle((long double)f32(u), false);
     g.check(got == want, "f32->fp8", u, got, want);
+    // __NV_NOSAT: what would round beyond 448 (above 464, the tie that rounds to even 448) and
+    // the infinities give NaN with the sign; everything else as the saturating conversion
+    const long double a = std::fabs((long double)f32(u));
+    const bool overflows = !std::isnan(a) && (std::isinf(a) || a > 464.0L);
+    const unsigned nosat = overflows ? ((u >> 24) & 0x80u) | 0x7Fu : want;
+    const unsigned got_nosat = candle_f32_to_fp8_e4m3_mode(f32(u), false);
+    g.check(got_nosat == nosat, "f32->fp8 nosat", u, got_nosat, nosat);
 }
 
 void test_f32_to_fp8() {

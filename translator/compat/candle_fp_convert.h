@@ -142,19 +142,23 @@ CANDLE_HD inline uint16_t candle_i64_to_bf16_bits(int64_t v) {
 
 CANDLE_HD inline bool candle_fp8_e4m3_is_nan(uint8_t b) { return (b & 0x7Fu) == 0x7Fu; }
 
-// float -> e4m3, RNE, saturating to +-448; any NaN -> 0x7F.
-CANDLE_HD inline uint8_t candle_f32_to_fp8_e4m3(float f) {
+// float -> e4m3, RNE; any NaN -> 0x7F. `satfinite` (CUDA's __NV_SATFINITE): values beyond
+// +-448 and +-inf saturate to +-448; else (__NV_NOSAT) they give NaN (0x7F | sign).
+CANDLE_HD inline uint8_t candle_f32_to_fp8_e4m3_mode(float f, bool satfinite) {
     const uint32_t u = candle_f32_bits(f);
     const uint32_t a = u & 0x7FFFFFFFu;
     if (a > 0x7F800000u) return (uint8_t)CANDLE_FP8_E4M3_NAN_BITS;
     const uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
-    if (a == 0x7F800000u) return (uint8_t)(sign | CANDLE_FP8_E4M3_MAX_BITS);
+    const uint8_t overflow = satfinite ? CANDLE_FP8_E4M3_MAX_BITS : CANDLE_FP8_E4M3_NAN_BITS;
+    if (a == 0x7F800000u) return (uint8_t)(sign | overflow);
     const int e = (int)(a >> 23);
     if (e == 0) return sign; // zero or float subnormal (< 2^-126): rounds to 0
-    uint32_t m = candle_round_magnitude((a & 0x7FFFFFu) | 0x800000u, 23, e - 127, 3, 7);
-    if (m > CANDLE_FP8_E4M3_MAX_BITS) m = CANDLE_FP8_E4M3_MAX_BITS;
-    return (uint8_t)(sign | m);
+    const uint32_t m = candle_round_magnitude((a & 0x7FFFFFu) | 0x800000u, 23, e - 127, 3, 7);
+    return (uint8_t)(sign | (m > CANDLE_FP8_E4M3_MAX_BITS ? overflow : m));
 }
+
+// float -> e4m3, RNE, saturating to +-448; any NaN -> 0x7F.
+CANDLE_HD inline uint8_t candle_f32_to_fp8_e4m3(float f) { return candle_f32_to_fp8_e4m3_mode(f, true); }
 
 // double -> e4m3 in one rounding step, saturating; NaN -> 0x7F | sign.
 CANDLE_HD inline uint8_t candle_f64_to_fp8_e4m3(double d) {

@@ -184,6 +184,26 @@ CANDLE_DI __half candle_cvt_fp8_to_halfraw(uint8_t bits, int interp) {
     return __ushort_as_half(candle_fp8_e4m3_to_f16_bits(bits));
 }
 
+// cuda_fp8.h's conversions into e4m3 (E4M3 only, OCP e4m3fn on every arch): saturate to
+// +-448 with CANDLE_FP8_SATFINITE (__NV_SATFINITE), else out-of-range values give NaN.
+enum candle_fp8_saturation { CANDLE_FP8_NOSAT = 0, CANDLE_FP8_SATFINITE = 1 };
+typedef uint8_t candle_fp8_storage;
+CANDLE_HDI uint8_t candle_cvt_float_to_fp8(float x, int saturate, int interp) {
+    (void)interp; // E4M3 only
+    return candle_f32_to_fp8_e4m3_mode(x, saturate == CANDLE_FP8_SATFINITE);
+}
+CANDLE_HDI uint8_t candle_cvt_double_to_fp8(double x, int saturate, int interp) {
+    (void)interp;
+    return saturate == CANDLE_FP8_SATFINITE ? candle_f64_to_fp8_e4m3(x) : candle_f32_to_fp8_e4m3_mode((float)x, false);
+}
+// a half converts exactly to float, so one rounding step as CUDA's
+CANDLE_DI uint8_t candle_cvt_halfraw_to_fp8(__half x, int saturate, int interp) {
+    return candle_cvt_float_to_fp8(__half2float(x), saturate, interp);
+}
+CANDLE_DI uint8_t candle_cvt_bfloat16raw_to_fp8(candle_bf16 x, int saturate, int interp) {
+    return candle_cvt_float_to_fp8(float(x), saturate, interp);
+}
+
 // ===========================================================================
 // 3. Half helpers, for __half and candle_bf16 alike
 // ===========================================================================
@@ -398,6 +418,50 @@ template <typename T> CANDLE_DI T candle_shfl_down(T var, unsigned int delta, in
 CANDLE_SHFL_16(__half)
 CANDLE_SHFL_16(candle_bf16)
 #undef CANDLE_SHFL_16
+
+// (Not in the CPU emulations' shims, CANDLE_COMPAT_NO_HIP_INCLUDE: the kernels they run use none of these.)
+#ifndef CANDLE_COMPAT_NO_HIP_INCLUDE
+// The lane within the logical 32-lane warp (PTX's %laneid), and a warp's memory barrier
+// (__syncwarp): a wavefront runs its lanes together, so only the ordering of their shared
+// and global accesses is left, a fence at wavefront scope on each side of the barrier.
+CANDLE_DI unsigned int candle_lane_id() {
+#if defined(__HIP_PLATFORM_AMD__)
+    return __lane_id() & 31u;
+#else
+    unsigned int lane;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+    return lane;
+#endif
+}
+
+CANDLE_DI void candle_syncwarp(unsigned long long mask = ~0ull) {
+#if defined(__HIP_PLATFORM_AMD__)
+    (void)mask;
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+    __builtin_amdgcn_wave_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+#else
+    __syncwarp((unsigned int)mask);
+#endif
+}
+
+// Two f16 in a 32-bit register (PTX .f16x2, GCN v_pk_*_f16): lane-wise, rounded to nearest.
+CANDLE_DI __half2 candle_u32_as_half2(uint32_t u) {
+    __half2 h;
+    __builtin_memcpy(&h, &u, sizeof u);
+    return h;
+}
+CANDLE_DI uint32_t candle_half2_as_u32(__half2 h) {
+    uint32_t u;
+    __builtin_memcpy(&u, &h, sizeof u);
+    return u;
+}
+CANDLE_DI uint32_t candle_f16x2_add(uint32_t a, uint32_t b) { return candle_half2_as_u32(__hadd2(candle_u32_as_half2(a), candle_u32_as_half2(b))); }
+CANDLE_DI uint32_t candle_f16x2_mul(uint32_t a, uint32_t b) { return candle_half2_as_u32(__hmul2(candle_u32_as_half2(a), candle_u32_as_half2(b))); }
+CANDLE_DI uint32_t candle_f16x2_fma(uint32_t a, uint32_t b, uint32_t c) {
+    return candle_half2_as_u32(__hfma2(candle_u32_as_half2(a), candle_u32_as_half2(b), candle_u32_as_half2(c)));
+}
+#endif // CANDLE_COMPAT_NO_HIP_INCLUDE
 
 // ===========================================================================
 // 6. Trap

@@ -160,7 +160,7 @@ pub fn run(args: CorpusArgs) -> Result<ExitCode> {
     let mut failing = 0;
     for corpus in CORPORA.iter().filter(|c| (!args.sample || c.sample) && (args.only.is_empty() || args.only.iter().any(|o| name(c).contains(o.as_str())))) {
         let tree = read_corpus(corpus, &root)?;
-        let rows = measure(corpus, &tree, &compilers, &root)?;
+        let (rows, notes) = measure(corpus, &tree, &compilers, &root)?;
         let count = |col: &str| rows.iter().filter(|r| r.outcome.column() == col).count();
         summary.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} |",
@@ -179,8 +179,11 @@ pub fn run(args: CorpusArgs) -> Result<ExitCode> {
         summary.push('\n');
         failing += rows.iter().filter(|r| matches!(r.outcome, Outcome::NoRule(_)) || r.compiled.iter().any(|(_, e)| e.is_some())).count();
         let shown: Vec<&Row> = rows.iter().filter(|r| args.all_rows || r.outcome != Outcome::Translated || r.compiled.iter().any(|(_, e)| e.is_some())).collect();
-        if !shown.is_empty() {
+        if !shown.is_empty() || !notes.is_empty() {
             details.push_str(&format!("\n## {}\n\n", name(corpus)));
+            for note in &notes {
+                details.push_str(&format!("{note}.\n\n"));
+            }
             for row in shown {
                 details.push_str(&format!("- `{}`: {}", row.unit, row.outcome.column()));
                 match &row.outcome {
@@ -305,7 +308,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Every unit of the corpus through the rules (and the compilers).
-fn measure(corpus: &Corpus, tree: &[TreeFile], compilers: &[(String, Hipcc, Vec<String>)], root: &Path) -> Result<Vec<Row>> {
+fn measure(corpus: &Corpus, tree: &[TreeFile], compilers: &[(String, Hipcc, Vec<String>)], root: &Path) -> Result<(Vec<Row>, Vec<String>)> {
     let not_cuda = |p: &str| corpus.not_cuda.iter().find(|(prefix, _)| p.starts_with(prefix)).map(|(_, why)| *why);
     let candidates: Vec<TreeFile> = tree.iter().filter(|f| (is_kernel_unit(&f.rel_path) || is_header(&f.rel_path)) && not_cuda(&f.rel_path).is_none()).cloned().collect();
     let include_dirs: Vec<String> = corpus.include_dirs.iter().map(|d| d.to_string()).collect();
@@ -359,7 +362,7 @@ fn measure(corpus: &Corpus, tree: &[TreeFile], compilers: &[(String, Hipcc, Vec<
             }
         }
     }
-    Ok(rows)
+    Ok((rows, output.notes))
 }
 
 /// The first `error:` line of a compiler's message (else its first line).

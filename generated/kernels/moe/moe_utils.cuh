@@ -169,11 +169,7 @@ inline __device__ uint16_t float_to_half(float f) {
     uint32_t u32;
     uint16_t u16[2];
   } tmp;
-#ifndef USE_ROCM
-  tmp.u16[0] = __half_as_ushort(__float2half_rn(f));
-#else
   tmp.u32 = __half_as_ushort(__float2half_rn(f));
-#endif
   return tmp.u16[0];
 }
 

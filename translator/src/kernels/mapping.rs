@@ -59,10 +59,37 @@ pub fn header_row<'a>(rows: &'a [(&'a str, &'a str)], header: &str) -> Option<&'
     rows.iter().find(|(key, _)| if key.ends_with('/') { header.starts_with(key) } else { header == *key }).map(|(_, why)| *why)
 }
 
+/// Headers of ROCm's libraries, passed through as they are (a code path its author wrote
+/// for ROCm includes them; the build links the library): name or directory (`x/`), and what.
+pub const ROCM_LIBRARY_HEADERS: &[(&str, &str)] = &[
+    ("hipblas/", "hipBLAS"),
+    ("hipblaslt/", "hipBLASLt"),
+    ("rocblas/", "rocBLAS"),
+    ("hiprand/", "hipRAND"),
+    ("rocrand/", "rocRAND"),
+    ("rocprim/", "rocPRIM"),
+    ("hip/hip_cooperative_groups.h", "HIP's cooperative groups"),
+];
+
+/// Switches with which code written for both platforms marks its author's ROCm branches
+/// (rule `author-rocm-branches`): the macro, and whose convention it is.
+pub const AUTHOR_ROCM_MACROS: &[(&str, &str)] =
+    &[("USE_ROCM", "vLLM's ROCm build (-DUSE_ROCM): the kernels Candle's MoE and mistral.rs's paged attention and quantization take from vLLM")];
+
 /// Standard C/C++ headers that pass through unchanged.
 pub const STANDARD_INCLUDES: &[&str] = &[
-    "cassert", "cfloat", "climits", "cmath", "cstddef", "cstdint", "cstdio", "cstdlib", "cstring", "float.h", "limits", "limits.h",
-    "math.h", "stdint.h", "stdio.h", "stdlib.h", "string.h", "type_traits", "utility", "vector", "algorithm", "array",
+    // C
+    "assert.h", "ctype.h", "errno.h", "float.h", "inttypes.h", "limits.h", "math.h", "stdarg.h", "stdbool.h", "stddef.h",
+    "stdint.h", "stdio.h", "stdlib.h", "string.h", "time.h",
+    // C++: the C headers
+    "cassert", "cctype", "cerrno", "cfloat", "cinttypes", "climits", "cmath", "cstdarg", "cstddef", "cstdint", "cstdio",
+    "cstdlib", "cstring", "ctime",
+    // C++: the library
+    "algorithm", "array", "atomic", "bit", "bitset", "chrono", "complex", "condition_variable", "deque", "exception",
+    "fstream", "functional", "initializer_list", "iomanip", "ios", "iosfwd", "iostream", "istream", "iterator", "limits",
+    "list", "map", "memory", "mutex", "new", "numeric", "optional", "ostream", "queue", "random", "ratio", "set",
+    "sstream", "stack", "stdexcept", "string", "string_view", "system_error", "thread", "tuple", "type_traits",
+    "typeinfo", "unordered_map", "unordered_set", "utility", "variant", "vector",
 ];
 
 /// The header every generated file includes first.
@@ -171,6 +198,16 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("__nv_cvt_fp8_to_halfraw", "candle_cvt_fp8_to_halfraw"),
     ("__hip_cvt_fp8_to_halfraw", "candle_cvt_fp8_to_halfraw"),
     ("__CUDA_FP8_TYPES_EXIST__", "CANDLE_FP8_TYPES_EXIST"),
+    // cuda_fp8.h's conversions into e4m3 and their enumerations (compat: OCP e4m3fn)
+    ("__nv_cvt_float_to_fp8", "candle_cvt_float_to_fp8"),
+    ("__nv_cvt_double_to_fp8", "candle_cvt_double_to_fp8"),
+    ("__nv_cvt_halfraw_to_fp8", "candle_cvt_halfraw_to_fp8"),
+    ("__nv_cvt_bfloat16raw_to_fp8", "candle_cvt_bfloat16raw_to_fp8"),
+    ("__NV_SATFINITE", "CANDLE_FP8_SATFINITE"),
+    ("__NV_NOSAT", "CANDLE_FP8_NOSAT"),
+    ("__nv_fp8_storage_t", "candle_fp8_storage"),
+    ("__nv_saturation_t", "int"),
+    ("__nv_fp8_interpretation_t", "int"),
     // nvcc's list of compiled arches: never defined on AMD (a name nothing defines)
     ("__CUDA_ARCH_LIST__", "CANDLE_NO_CUDA_ARCH_LIST"),
     // bf16 conversions
@@ -201,6 +238,8 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("__vsubss4", "candle_vsubss4"),
     ("__vcmpne4", "candle_vcmpne4"),
     ("__trap", "candle_trap"),
+    // the warp's memory barrier: compat, a wavefront-scope fence pair on AMD
+    ("__syncwarp", "candle_syncwarp"),
     // nvcuda::wmma collectives (the namespace itself is in QUALIFIED)
     ("load_matrix_sync", "wmma_load_matrix"),
     ("store_matrix_sync", "wmma_store_matrix"),
@@ -211,7 +250,8 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("thrust", "candle_thrust"),
     ("cub", "candle_cub"),
     ("hipcub", "candle_cub"),
-    // host runtime API used by the static-library launchers
+    // host runtime API used by the static-library launchers (the rest of the runtime API
+    // HIP has is HIP_RUNTIME_NAMES)
     ("cudaStream_t", "hipStream_t"),
     ("cudaError_t", "hipError_t"),
     ("cudaError", "hipError_t"),
@@ -230,6 +270,30 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("cudaMemcpyHostToDevice", "hipMemcpyHostToDevice"),
     ("cudaMemcpyDeviceToHost", "hipMemcpyDeviceToHost"),
 ];
+
+/// HIPIFY's table of the CUDA runtime API names HIP has (functions, types, enumerations,
+/// defines), one row a line: `cuda<TAB>hip<TAB>HIP version that added it<TAB>flags`. Rule
+/// `names` renames every one of them that [`IDENTIFIERS`] does not map otherwise. Anchored
+/// on HIPIFY's `docs/tables/CUDA_Runtime_API_functions_supported_by_HIP.md` (commit
+/// 014177bc); a name HIP added after 5.2.3 compiles with ROCm 6/7 only.
+pub const HIP_RUNTIME_NAMES: &str = include_str!("../../data/hipify_runtime.tsv");
+
+/// The CUDA runtime API names HIPIFY's table lists with no HIP counterpart: refused as
+/// NVIDIA-only (rule `residue-check`), one a line.
+pub const HIP_RUNTIME_UNSUPPORTED: &str = include_str!("../../data/hipify_runtime_unsupported.txt");
+
+/// HIPIFY's table of the CUDA device API HIP has, in [`HIP_RUNTIME_NAMES`]'s form (from
+/// `CUDA_Device_API_supported_by_HIP.md`): the names are HIP's own in device code, so they
+/// pass through; kept for the table of what translates.
+pub const HIP_DEVICE_NAMES: &str = include_str!("../../data/hipify_device.tsv");
+
+/// The (CUDA, HIP) pairs of a table in [`HIP_RUNTIME_NAMES`]'s form.
+pub fn hipify_rows(table: &'static str) -> impl Iterator<Item = (&'static str, &'static str)> {
+    table.lines().filter_map(|l| {
+        let mut cols = l.split('\t');
+        Some((cols.next()?, cols.next()?))
+    })
+}
 
 /// The value an `__CUDA_ARCH__ <op> <operand>` comparison takes on AMD GPUs.
 ///
@@ -268,6 +332,16 @@ pub const ARCH_GUARDS: &[ArchGuard] = &[
     guard(">=", "GGML_CUDA_CC_AMPERE", false, "no NVIDIA mma/cp.async/redux on AMD"),
     guard(">=", "GGML_CUDA_CC_BLACKWELL", false, "no NVIDIA Blackwell mma on AMD"),
     guard("<", "GGML_CUDA_CC_RUBIN", true, "below any NVIDIA arch"),
+    // NVIDIA generations whose features AMD lacks: each test reads as on an older GPU,
+    // so the generic branch is taken
+    guard(">=", "700", false, "Volta's independent thread scheduling, 16-bit atomicCAS, wmma tensor cores: the generic path"),
+    guard(">=", "900", false, "Hopper's wgmma, TMA, clusters, programmatic dependent launch (griddepcontrol), cvt to fp8: the generic path"),
+    guard(">", "900", false, "newer than Hopper: the generic path"),
+    guard("<", "900", true, "below Hopper: AMD takes the generic path"),
+    guard(">=", "1000", false, "Blackwell's tcgen05, fp4 conversions: the generic path"),
+    guard("<", "1000", true, "below Blackwell: AMD takes the generic path"),
+    guard(">=", "1200", false, "consumer Blackwell: the generic path"),
+    guard("<", "1200", true, "below consumer Blackwell: AMD takes the generic path"),
 ];
 
 /// A host-side compute-capability predicate and the value it has on AMD.
@@ -379,6 +453,120 @@ pub const ASM_REWRITES: &[AsmRewrite] = &[
         template: "v_cvt_f16_f32 %0, %1;",
         replacement: "{0} = __half_as_ushort(__float2half_rn({1}));",
         why: "GCN float to f16, round to nearest even (upper half zero)",
+    },    AsmRewrite {
+        template: "cvt.f32.f16 %0, %1;",
+        replacement: "{0} = __half2float(__ushort_as_half({1}));",
+        why: "PTX f16 to float, exact",
+    },
+    AsmRewrite {
+        template: "v_cvt_f32_f16 %0, %1;",
+        replacement: "{0} = __half2float(__ushort_as_half({1}));",
+        why: "GCN f16 to float, exact",
+    },
+    AsmRewrite {
+        template: "cvt.rn.f16x2.f32 %0, %1, %2;",
+        replacement: "{0} = ((uint32_t)__half_as_ushort(__float2half_rn({1})) << 16) | (uint32_t)__half_as_ushort(__float2half_rn({2}));",
+        why: "PTX two floats to a packed f16 pair (the first operand in the upper half), round to nearest even",
+    },
+    AsmRewrite {
+        template: "mov.b32 %0, {%1, %1};",
+        replacement: "{0} = ((uint32_t)({1}) << 16) | (uint32_t)({1});",
+        why: "PTX: one 16-bit value in both halves of a 32-bit register",
+    },
+    AsmRewrite {
+        template: "mov.b32 {%0, %1}, %2;",
+        replacement: "{0} = (uint16_t)((uint32_t)({2}) & 0xffffu); {1} = (uint16_t)((uint32_t)({2}) >> 16);",
+        why: "PTX: a 32-bit register split into its 16-bit halves, low first",
+    },
+    AsmRewrite {
+        template: "add.f16 %0, %1, %2;",
+        replacement: "{0} = __half_as_ushort(__hadd(__ushort_as_half({1}), __ushort_as_half({2})));",
+        why: "PTX f16 add, round to nearest even",
+    },
+    AsmRewrite {
+        template: "v_add_f16 %0, %1, %2;",
+        replacement: "{0} = __half_as_ushort(__hadd(__ushort_as_half({1}), __ushort_as_half({2})));",
+        why: "GCN f16 add",
+    },
+    AsmRewrite {
+        template: "mul.f16 %0, %1, %2;",
+        replacement: "{0} = __half_as_ushort(__hmul(__ushort_as_half({1}), __ushort_as_half({2})));",
+        why: "PTX f16 multiply, round to nearest even",
+    },
+    AsmRewrite {
+        template: "v_mul_f16 %0, %1, %2;",
+        replacement: "{0} = __half_as_ushort(__hmul(__ushort_as_half({1}), __ushort_as_half({2})));",
+        why: "GCN f16 multiply",
+    },
+    AsmRewrite {
+        template: "add.f16x2 %0, %1, %2;",
+        replacement: "{0} = candle_f16x2_add({1}, {2});",
+        why: "PTX packed f16 add",
+    },
+    AsmRewrite {
+        template: "v_pk_add_f16 %0, %1, %2;",
+        replacement: "{0} = candle_f16x2_add({1}, {2});",
+        why: "GCN packed f16 add",
+    },
+    AsmRewrite {
+        template: "mul.f16x2 %0, %1, %2;",
+        replacement: "{0} = candle_f16x2_mul({1}, {2});",
+        why: "PTX packed f16 multiply",
+    },
+    AsmRewrite {
+        template: "v_pk_mul_f16 %0, %1, %2;",
+        replacement: "{0} = candle_f16x2_mul({1}, {2});",
+        why: "GCN packed f16 multiply",
+    },
+    AsmRewrite {
+        template: "fma.rn.f16x2 %0, %1, %2, %3;",
+        replacement: "{0} = candle_f16x2_fma({1}, {2}, {3});",
+        why: "PTX packed f16 fused multiply-add",
+    },
+    AsmRewrite {
+        template: "v_pk_fma_f16 %0, %1, %2, %3;",
+        replacement: "{0} = candle_f16x2_fma({1}, {2}, {3});",
+        why: "GCN packed f16 fused multiply-add",
+    },
+    AsmRewrite {
+        template: "mov.u32 %0, %%laneid;",
+        replacement: "{0} = candle_lane_id();",
+        why: "PTX lane index within the 32-lane warp",
+    },
+    AsmRewrite {
+        template: "tanh.approx.f32 %0, %1;",
+        replacement: "{0} = tanhf({1});",
+        why: "PTX approximate tanh: the exact one (at least as accurate)",
+    },
+    AsmRewrite {
+        template: "ex2.approx.ftz.f32 %0, %1;",
+        replacement: "{0} = exp2f({1});",
+        why: "PTX approximate 2^x: the exact one",
+    },
+    AsmRewrite {
+        template: "lg2.approx.ftz.f32 %0, %1;",
+        replacement: "{0} = log2f({1});",
+        why: "PTX approximate log2: the exact one",
+    },
+    AsmRewrite {
+        template: "rsqrt.approx.ftz.f32 %0, %1;",
+        replacement: "{0} = rsqrtf({1});",
+        why: "PTX approximate reciprocal square root: HIP's rsqrtf",
+    },
+    AsmRewrite {
+        template: "rcp.approx.ftz.f32 %0, %1;",
+        replacement: "{0} = 1.0f / ({1});",
+        why: "PTX approximate reciprocal: the division",
+    },
+    AsmRewrite {
+        template: "fence.acq_rel.gpu;",
+        replacement: "__threadfence();",
+        why: "PTX device-scope fence",
+    },
+    AsmRewrite {
+        template: "prefetch.global.L2 [%0];",
+        replacement: "(void)({0});",
+        why: "PTX L2 prefetch: a hint, nothing to compute",
     },
 ];
 

@@ -37,6 +37,8 @@ pub struct KernelOutput {
     pub files: Vec<TreeFile>,
     /// How often each named rule rewrote something, over all files.
     pub rule_counts: BTreeMap<&'static str, usize>,
+    /// Choices made for the whole tree that a reader should know (one line each).
+    pub notes: Vec<String>,
 }
 
 /// Translates a tree of CUDA sources: candle-kernels' `src/` for `cargo xtask regen`, or a

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use super::pp_expr::evaluate;
+use super::pp_expr::{evaluate_known, Known};
 use super::tokens::tokens_from;
 use super::{TreeFacts, Unit};
 use crate::lexer::{line_views, LineView, Token, TokenKind};
@@ -18,7 +18,7 @@ use crate::TranslateError;
 
 pub fn apply(unit: &mut Unit, facts: &TreeFacts) -> Result<usize, TranslateError> {
     let mut out = Vec::with_capacity(unit.tokens.len());
-    let folded = fold(&unit.path, &unit.tokens, &facts.never_defined, |kept| match kept {
+    let folded = fold(&unit.path, &unit.tokens, Known { undefined: &facts.never_defined, defined: &BTreeSet::new() }, |kept| match kept {
         Kept::Line(line) => out.extend_from_slice(line.tokens),
         Kept::New(tokens) => out.extend(tokens),
     })?;
@@ -36,7 +36,7 @@ pub fn never_defined_macros(units: &[Unit]) -> BTreeSet<String> {
         let mut live = BTreeSet::new();
         for u in units {
             let mut defined = Vec::new();
-            let folded = fold(&u.path, &u.tokens, &never, |kept| {
+            let folded = fold(&u.path, &u.tokens, Known { undefined: &never, defined: &BTreeSet::new() }, |kept| {
                 if let Kept::Line(line) = kept {
                     defined.extend(defined_name(line));
                 }
@@ -69,7 +69,7 @@ fn defined_name(line: LineView<'_>) -> Option<String> {
 
 /// What [`fold`] keeps, in order: a line of the input as it is, or new tokens
 /// (a retitled or added directive).
-enum Kept<'t> {
+pub(super) enum Kept<'t> {
     Line(LineView<'t>),
     New(Vec<Token>),
 }
@@ -88,10 +88,10 @@ struct Group {
 
 /// Resolves the known conditionals of `tokens`, handing what is kept to `keep`
 /// in order; returns how many conditions were resolved.
-fn fold<'t>(
+pub(super) fn fold<'t>(
     path: &str,
     tokens: &'t [Token],
-    never_defined: &BTreeSet<String>,
+    known: Known<'_>,
     mut keep: impl FnMut(Kept<'t>),
 ) -> Result<usize, TranslateError> {
     let mut stack: Vec<Group> = Vec::new();
@@ -112,7 +112,7 @@ fn fold<'t>(
         match line.directive() {
             Some(d @ ("if" | "ifdef" | "ifndef")) => {
                 let outer_dead = !live(&stack);
-                let value = if outer_dead { Some(0) } else { condition(d, line, never_defined) };
+                let value = if outer_dead { Some(0) } else { condition(d, line, known) };
                 let mut g = Group { outer_dead, opened: false, taken: false, live: false };
                 match value {
                     _ if outer_dead => {}
@@ -136,7 +136,7 @@ fn fold<'t>(
                 if g.outer_dead || g.taken {
                     continue;
                 }
-                match condition("if", line, never_defined) {
+                match condition("if", line, known) {
                     Some(0) => folded += 1,
                     Some(_) => {
                         g.taken = true;
@@ -184,15 +184,21 @@ fn fold<'t>(
     Ok(folded)
 }
 
-fn condition(directive: &str, line: LineView<'_>, never_defined: &BTreeSet<String>) -> Option<i64> {
+fn condition(directive: &str, line: LineView<'_>, known: Known<'_>) -> Option<i64> {
     let body = line.directive_body();
     match directive {
         "ifdef" | "ifndef" => {
             let name = body.iter().find(|t| !t.is_trivia())?;
-            let known_undefined = never_defined.contains(name.text.as_str());
-            known_undefined.then_some(if directive == "ifdef" { 0 } else { 1 })
+            let defined = if known.undefined.contains(name.text.as_str()) {
+                false
+            } else if known.defined.contains(name.text.as_str()) {
+                true
+            } else {
+                return None;
+            };
+            Some((defined == (directive == "ifdef")) as i64)
         }
-        _ => evaluate(body, never_defined),
+        _ => evaluate_known(body, known),
     }
 }
 

@@ -6,7 +6,7 @@
 //! anything else is an error naming the header.
 
 use super::{TreeFacts, Unit};
-use crate::kernels::mapping::{header_row, FOREIGN_HEADERS, INCLUDES, NVIDIA_ONLY_HEADERS, STANDARD_INCLUDES};
+use crate::kernels::mapping::{header_row, FOREIGN_HEADERS, INCLUDES, NVIDIA_ONLY_HEADERS, ROCM_LIBRARY_HEADERS, STANDARD_INCLUDES};
 use crate::kernels::include_paths::{self, include_target};
 use crate::lexer::{self, logical_lines};
 use crate::TranslateError;
@@ -39,6 +39,10 @@ pub fn apply(unit: &mut Unit, facts: &TreeFacts) -> Result<usize, TranslateError
         }
         if let Some(library) = header_row(FOREIGN_HEADERS, &target) {
             return Err(TranslateError::NeedsLibrary { file: unit.path.clone(), line: line.line(), construct: spelled(), library: library.to_string() });
+        }
+        if header_row(ROCM_LIBRARY_HEADERS, &target).is_some() {
+            out.extend(line.tokens);
+            continue;
         }
         if !STANDARD_INCLUDES.contains(&target.as_str()) {
             return Err(TranslateError::unsupported(

@@ -126,4 +126,19 @@ mod tests {
         let src = "int plasma = asm_count; // asm(\"x\")\n";
         assert_eq!(run(apply, src).unwrap(), (src.to_string(), 0));
     }
+
+    #[test]
+    fn every_row_rewrites_its_template_with_its_operands() {
+        for row in ASM_REWRITES {
+            let operands = (0..10).take_while(|n| row.template.contains(&format!("%{n}"))).count();
+            let args: Vec<String> = (0..operands).map(|n| format!("\"r\"(x{n})")).collect();
+            let src = format!("asm volatile(\"{}\\n\" : : {});\n", row.template.replace('"', "\\\""), args.join(", "));
+            let (out, n) = run(apply, &src).unwrap_or_else(|e| panic!("{}: {e}", row.template));
+            assert_eq!(n, 1, "{}", row.template);
+            assert!(!out.contains("asm") && !out.contains('{') || row.replacement.contains('{') && !out.contains("{0}"), "{}: {out}", row.template);
+            for k in 0..operands {
+                assert!(!row.replacement.contains(&format!("{{{k}}}")) || out.contains(&format!("x{k}")), "{}: {out}", row.template);
+            }
+        }
+    }
 }

@@ -5,6 +5,7 @@
 //! conditional folding needs to know which macros end up never defined).
 
 mod arch_guards;
+pub(crate) mod author_branches;
 mod call_renames;
 mod compat_overloads;
 mod elementwise_packs;
@@ -56,6 +57,11 @@ pub struct TreeFacts {
     /// The tree's include directories (relative to its root), searched after the
     /// including file's own directory, as nvcc's `-I` ([`crate::kernels::KernelContext`]).
     pub include_dirs: Vec<String>,
+    /// Names the tree declares itself (`struct X`, `class X`, `enum X`, `union X`,
+    /// `#define X`): its own, whatever they look like (`__nv_fp8_e4m3_dummy`).
+    pub own_names: BTreeSet<String>,
+    /// Whether the tree takes its author's ROCm branches ([`author_branches::decide`]).
+    pub author_rocm: author_branches::AuthorRocm,
 }
 
 /// A named rule: rewrites one file, returns how many rewrites it made.
@@ -66,6 +72,7 @@ pub struct Rule {
 
 /// The rules in order. `fold-conditionals` runs after tree facts are computed.
 pub const PIPELINE: &[Rule] = &[
+    Rule { name: "author-rocm-branches", apply: author_branches::apply },
     Rule { name: "includes", apply: includes::apply },
     Rule { name: "toolkit-version", apply: toolkit_version::apply },
     Rule { name: "arch-guards", apply: arch_guards::apply },
@@ -127,6 +134,15 @@ pub fn run_pipeline_each(inputs: &[TreeFile], ctx: &KernelContext) -> Result<(Ke
     units.sort_by(|a, b| a.path.cmp(&b.path));
     let mut facts = TreeFacts { inputs: inputs.iter().map(|f| f.rel_path.clone()).collect(), include_dirs: ctx.include_dirs.clone(), ..Default::default() };
 
+    facts.author_rocm = author_branches::decide(&units, &facts);
+    facts.own_names = units.iter().flat_map(|u| declared_names(&u.tokens)).collect();
+    let mut notes = Vec::new();
+    if author_branches::names_a_switch(&units) {
+        notes.push(match &facts.author_rocm.incomplete {
+            None => format!("author-rocm-branches: the author's ROCm branches are taken ({} defined)", facts.author_rocm.defined.iter().cloned().collect::<Vec<_>>().join(", ")),
+            Some(missing) => format!("author-rocm-branches: the CUDA branches are translated: the author's ROCm branches include a header the tree does not have ({missing})"),
+        });
+    }
     let mut rule_counts = BTreeMap::new();
     for (index, rule) in PIPELINE.iter().enumerate() {
         if rule.name == FACTS_BEFORE {
@@ -163,7 +179,25 @@ pub fn run_pipeline_each(inputs: &[TreeFile], ctx: &KernelContext) -> Result<(Ke
     }
     files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     failures.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok((KernelOutput { files, rule_counts }, failures))
+    Ok((KernelOutput { files, rule_counts, notes }, failures))
+}
+
+/// The names `tokens` declare: after `struct`, `class`, `union`, `enum` (`enum class`), and
+/// the macros of `#define` lines.
+fn declared_names(tokens: &[Token]) -> Vec<String> {
+    let significant: Vec<&Token> = tokens.iter().filter(|t| !t.is_trivia()).collect();
+    let mut names = Vec::new();
+    for (i, t) in significant.iter().enumerate() {
+        let keyword = t.kind == lexer::TokenKind::Ident && matches!(t.text.as_str(), "struct" | "class" | "union" | "enum" | "define");
+        let mut next = significant.get(i + 1);
+        if t.is_ident("enum") && next.is_some_and(|n| n.is_ident("class") || n.is_ident("struct")) {
+            next = significant.get(i + 2);
+        }
+        if let Some(n) = next.filter(|n| keyword && n.kind == lexer::TokenKind::Ident) {
+            names.push(n.text.to_string());
+        }
+    }
+    names
 }
 
 /// `X.cu` becomes `X.hip`; headers keep their names.

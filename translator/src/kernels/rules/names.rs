@@ -11,13 +11,14 @@ use std::sync::OnceLock;
 
 use super::tokens::{next_significant, tokens_from};
 use super::{TreeFacts, Unit};
-use crate::kernels::mapping::{IDENTIFIERS, QUALIFIED};
+use crate::kernels::mapping::{hipify_rows, HIP_RUNTIME_NAMES, IDENTIFIERS, QUALIFIED};
 use crate::lexer::TokenKind;
 use crate::TranslateError;
 
 fn identifier_table() -> &'static HashMap<&'static str, &'static str> {
     static TABLE: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
-    TABLE.get_or_init(|| IDENTIFIERS.iter().copied().collect())
+    // the runtime API HIP has, then our own rows (which win: compat names, hipify spellings)
+    TABLE.get_or_init(|| hipify_rows(HIP_RUNTIME_NAMES).chain(IDENTIFIERS.iter().copied()).collect())
 }
 
 pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
@@ -128,6 +129,17 @@ mod tests {
     fn macro_bodies_are_renamed_too() {
         let (out, _) = run(apply, "#define F(x) __half2float(__nv_cvt_fp8_to_halfraw(x.__x, __NV_E4M3))\n").unwrap();
         assert_eq!(out, "#define F(x) __half2float(candle_cvt_fp8_to_halfraw(x.__x, CANDLE_FP8_E4M3_INTERP))\n");
+    }
+
+    #[test]
+    fn the_runtime_api_hip_has_is_renamed_from_hipifys_table() {
+        let (out, n) = run(apply, "cudaMemset(p, 0, n); cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, d); cudaMemcpyToSymbol(s, p, n);\n").unwrap();
+        assert_eq!(out, "hipMemset(p, 0, n); hipDeviceGetAttribute(&v, hipDeviceAttributeMultiprocessorCount, d); hipMemcpyToSymbol(s, p, n);\n");
+        assert_eq!(n, 4);
+        // our own rows win over the table's
+        assert_eq!(run(apply, "cudaFuncSetAttribute(f, a, v);\n").unwrap().0, "candle_func_set_attribute(f, a, v);\n");
+        // HIPIFY's runtime table whole: its 920 rows at commit 014177bc
+        assert_eq!(hipify_rows(HIP_RUNTIME_NAMES).count(), 920);
     }
 
     #[test]

@@ -10,9 +10,22 @@ use crate::lexer::{Token, TokenKind};
 
 /// Evaluates a condition; `None` when it depends on something unknown or
 /// cannot be parsed (then the condition is simply kept).
+#[cfg(test)]
 pub fn evaluate(tokens: &[Token], never_defined: &BTreeSet<String>) -> Option<i64> {
+    evaluate_known(tokens, Known { undefined: never_defined, defined: &BTreeSet::new() })
+}
+
+/// What is known of macros: those never defined, and those defined (as `1`).
+#[derive(Debug, Clone, Copy)]
+pub struct Known<'a> {
+    pub undefined: &'a BTreeSet<String>,
+    pub defined: &'a BTreeSet<String>,
+}
+
+/// [`evaluate`] with macros known to be defined as well.
+pub fn evaluate_known(tokens: &[Token], known: Known<'_>) -> Option<i64> {
     let toks: Vec<&Token> = tokens.iter().filter(|t| !t.is_trivia()).collect();
-    let mut p = Parser { toks, pos: 0, never_defined };
+    let mut p = Parser { toks, pos: 0, known };
     let v = p.ternary().ok()?;
     if p.pos != p.toks.len() {
         return None;
@@ -25,7 +38,7 @@ type Val = Option<i64>;
 struct Parser<'a> {
     toks: Vec<&'a Token>,
     pos: usize,
-    never_defined: &'a BTreeSet<String>,
+    known: Known<'a>,
 }
 
 /// Binary operators by precedence level, lowest first.
@@ -90,6 +103,17 @@ impl<'a> Parser<'a> {
         self.primary()
     }
 
+    /// `defined(name)`: 0 or 1 where known.
+    fn value_of_defined(&self, name: &str) -> Val {
+        if self.known.undefined.contains(name) {
+            Some(0)
+        } else if self.known.defined.contains(name) {
+            Some(1)
+        } else {
+            None
+        }
+    }
+
     fn primary(&mut self) -> Result<Val, ()> {
         let t = self.peek().ok_or(())?;
         self.pos += 1;
@@ -110,7 +134,7 @@ impl<'a> Parser<'a> {
                 if paren && !self.eat(")") {
                     return Err(());
                 }
-                Ok(self.never_defined.contains(name.text.as_str()).then_some(0))
+                Ok(self.value_of_defined(&name.text))
             }
             TokenKind::Ident if t.text == "true" => Ok(Some(1)),
             TokenKind::Ident if t.text == "false" => Ok(Some(0)),
@@ -130,7 +154,13 @@ impl<'a> Parser<'a> {
                         }
                     }
                 }
-                Ok(if self.never_defined.contains(t.text.as_str()) { Some(0) } else { None })
+                Ok(if self.known.undefined.contains(t.text.as_str()) {
+                    Some(0)
+                } else if self.known.defined.contains(t.text.as_str()) {
+                    Some(1)
+                } else {
+                    None
+                })
             }
             _ => Err(()),
         }

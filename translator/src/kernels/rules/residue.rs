@@ -6,16 +6,22 @@
 //! construct. `#include` lines were already checked by the `includes` rule.
 
 use super::{TreeFacts, Unit};
-use crate::kernels::mapping::{FORBIDDEN_IDENTIFIERS, FORBIDDEN_PREFIXES};
+use crate::kernels::mapping::{FORBIDDEN_IDENTIFIERS, FORBIDDEN_PREFIXES, HIP_RUNTIME_UNSUPPORTED};
 use crate::lexer::{line_views, TokenKind};
 use crate::TranslateError;
 
-pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
+pub fn apply(unit: &mut Unit, facts: &TreeFacts) -> Result<usize, TranslateError> {
     for line in line_views(&unit.tokens) {
         if line.directive() == Some("include") {
             continue;
         }
         for t in line.tokens.iter().filter(|t| t.kind == TokenKind::Ident) {
+            if facts.own_names.contains(t.text.as_str()) {
+                continue;
+            }
+            if HIP_RUNTIME_UNSUPPORTED.lines().any(|n| n == t.text) {
+                return Err(TranslateError::nvidia_only(&unit.path, t.line, t.text.as_str(), "a CUDA runtime API name HIP has no counterpart for (HIPIFY's runtime API table)"));
+            }
             if is_cuda_only(&t.text) {
                 return Err(TranslateError::unsupported(
                     &unit.path,
@@ -52,6 +58,14 @@ mod tests {
             let err = run(apply, src).unwrap_err().to_string();
             assert!(err.starts_with(construct), "{err}");
         }
+    }
+
+    #[test]
+    fn names_the_tree_declares_and_runtime_names_hip_lacks() {
+        let facts = TreeFacts { own_names: ["__nv_fp8_e4m3_dummy".to_string()].into(), ..Default::default() };
+        assert!(crate::kernels::rules::test_support::run_with(apply, "struct __nv_fp8_e4m3_dummy { int x; };\n", &facts).is_ok());
+        let err = run(apply, "f(cudaFuncAttributeNonPortableClusterSizeAllowed);\n").unwrap_err();
+        assert!(matches!(err, TranslateError::NvidiaOnly { .. }), "{err}");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use super::tokens::{matching_paren, next_significant, split_args, text_of, tokens_from};
 use super::{TreeFacts, Unit};
 use crate::kernels::mapping::{LOGICAL_WARP_WIDTH, WARP_SYNC_INTRINSICS};
-use crate::lexer::TokenKind;
+use crate::lexer::{line_views, Token, TokenKind};
 use crate::TranslateError;
 
 pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
@@ -28,7 +28,7 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
         let close = matching_paren(&unit.tokens, open).ok_or_else(|| fail("unbalanced call"))?;
         let args: Vec<String> = split_args(&unit.tokens, open, close).into_iter().map(|r| text_of(&unit.tokens[r])).collect();
         let (mask, rest) = args.split_first().ok_or_else(|| fail("missing mask argument"))?;
-        if !is_full_mask(mask) {
+        if !is_full_mask(mask, &unit.tokens) {
             return Err(TranslateError::unsupported(&unit.path, at, format!("{cuda}({mask}, ...)"), "partial warp masks have no HIP equivalent"));
         }
         let mut new_args = rest.to_vec();
@@ -48,9 +48,62 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
     Ok(count)
 }
 
-fn is_full_mask(mask: &str) -> bool {
-    let m = mask.trim_end_matches(['u', 'U', 'l', 'L']).to_ascii_lowercase();
-    m == "0xffffffff" || m == "~0" || m == "-1"
+/// Whether `mask` names every lane: all ones in any spelling (`0xffffffff`, `~0u`, `-1`,
+/// `uint32_t(-1)`, `(unsigned)-1`, `static_cast<uint64_t>(-1)`, a 64-bit all-ones), or a
+/// name the file defines as one (`#define FULL_MASK 0xffffffff`, `constexpr unsigned
+/// FULL_MASK = 0xffffffffu;`).
+fn is_full_mask(mask: &str, tokens: &[Token]) -> bool {
+    is_full_mask_depth(mask, tokens, 0)
+}
+
+fn is_full_mask_depth(mask: &str, tokens: &[Token], depth: usize) -> bool {
+    let m: String = mask.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase();
+    let m = strip_integer_cast(&m);
+    let literal = m.trim_start_matches('(').trim_end_matches(')').trim_end_matches(['u', 'l']);
+    if matches!(literal, "0xffffffff" | "0xffffffffffffffff" | "~0" | "-1" | "~0x0") {
+        return true;
+    }
+    if depth < 4 && m.chars().all(|c| c == '_' || c.is_ascii_alphanumeric()) {
+        if let Some(value) = definition_of(mask.trim(), tokens) {
+            return is_full_mask_depth(&value, tokens, depth + 1);
+        }
+    }
+    false
+}
+
+/// `T(x)`, `(T)x`, `static_cast<T>(x)` for an unsigned or signed integer type `T` → `x`.
+fn strip_integer_cast(m: &str) -> String {
+    const TYPES: &[&str] = &["uint32_t", "uint64_t", "unsigned", "unsignedint", "unsignedlong", "unsignedlonglong", "int", "int32_t", "int64_t", "size_t"];
+    for t in TYPES {
+        for (open, close) in [(format!("static_cast<{t}>("), ")"), (format!("{t}("), ")")] {
+            if let Some(inner) = m.strip_prefix(open.as_str()).and_then(|r| r.strip_suffix(close)) {
+                return inner.to_string();
+            }
+        }
+        if let Some(inner) = m.strip_prefix(format!("({t})").as_str()) {
+            return inner.to_string();
+        }
+    }
+    m.to_string()
+}
+
+/// The text a file gives `name`: `#define name VALUE`, or `name = VALUE;` in a declaration.
+fn definition_of(name: &str, tokens: &[Token]) -> Option<String> {
+    for line in line_views(tokens) {
+        let body: Vec<&Token> = line.directive_body().iter().filter(|t| !t.is_trivia()).collect();
+        if line.directive() == Some("define") && body.first().is_some_and(|t| t.is_ident(name)) && !body.get(1).is_some_and(|t| t.is_punct("(")) {
+            return Some(body[1..].iter().map(|t| t.text.as_str()).collect());
+        }
+    }
+    let significant: Vec<&Token> = tokens.iter().filter(|t| !t.is_trivia()).collect();
+    for (i, t) in significant.iter().enumerate() {
+        let declared = i > 0 && matches!(significant[i - 1].kind, TokenKind::Ident) && !significant[i - 1].is_ident("return");
+        if t.is_ident(name) && declared && significant.get(i + 1).is_some_and(|n| n.is_punct("=")) {
+            let value: Vec<&str> = significant[i + 2..].iter().take_while(|t| !t.is_punct(";")).map(|t| t.text.as_str()).collect();
+            return Some(value.concat());
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -75,6 +128,19 @@ mod tests {
     fn broadcast_and_reductions() {
         let (out, _) = run(apply, "d = __shfl_sync(0xFFFFFFFF, d, 0); r = __reduce_add_sync(0xffffffff, x);\n").unwrap();
         assert_eq!(out, "d = candle_shfl(d, 0, 32); r = candle_reduce_add_w32(x);\n");
+    }
+
+    #[test]
+    fn full_masks_in_any_spelling() {
+        for mask in ["uint32_t(-1)", "(unsigned)-1", "static_cast<uint64_t>(-1)", "uint64_t(-1)", "~0u", "0xffffffffffffffffull", "FULL_MASK", "kMask"] {
+            let src = format!("#define FULL_MASK 0xffffffff\nconstexpr unsigned kMask = 0xffffffffu;\nv = __shfl_xor_sync({mask}, v, 1);\n");
+            let (out, n) = run(apply, &src).unwrap();
+            assert!(out.ends_with("v = candle_shfl_xor(v, 1, 32);\n"), "{mask}: {out}");
+            assert_eq!(n, 1);
+        }
+        // a name defined as a partial mask is partial
+        let err = run(apply, "#define HALF 0xffff\n__shfl_sync(HALF, v, 0);\n").unwrap_err();
+        assert!(err.to_string().contains("partial warp masks"), "{err}");
     }
 
     #[test]
