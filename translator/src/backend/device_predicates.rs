@@ -3,14 +3,15 @@
 //! the same kernels, so it must meet the CUDA expectations (a test that
 //! allows the MMQ path's rounding on CUDA allows it on ROCm). Each call of a
 //! predicate of [`DEVICE_PREDICATES`] becomes `(dev.is_cuda() || dev.is_rocm())`.
-//! Only receivers without side effects (paths, fields, references) are
-//! rewritten; any other is an error naming the file and line.
+//! Only receivers without side effects (paths, fields, references, and calls of
+//! Candle's getters [`PURE_GETTERS`] on them: `xs.device()`) are rewritten; any
+//! other is an error naming the file and line.
 
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 
-use super::mapping::DEVICE_PREDICATES;
+use super::mapping::{DEVICE_PREDICATES, PURE_GETTERS};
 use crate::TranslateError;
 
 /// Rewrites every predicate call in `file`; returns how many.
@@ -35,6 +36,7 @@ fn side_effect_free(e: &syn::Expr) -> bool {
         syn::Expr::Field(f) => side_effect_free(&f.base),
         syn::Expr::Reference(r) => side_effect_free(&r.expr),
         syn::Expr::Paren(p) => side_effect_free(&p.expr),
+        syn::Expr::MethodCall(m) => m.args.is_empty() && m.turbofish.is_none() && PURE_GETTERS.iter().any(|g| m.method == g) && side_effect_free(&m.receiver),
         _ => false,
     }
 }
@@ -72,7 +74,7 @@ impl VisitMut for Pass<'_> {
         if !side_effect_free(&call.receiver) {
             let line = call.span().start().line as u32;
             self.error.get_or_insert_with(|| {
-                TranslateError::unsupported(self.path, line, format!(".{}()", call.method), "device predicate on a receiver with possible side effects (rule device-predicates rewrites paths and fields only)")
+                TranslateError::unsupported(self.path, line, format!(".{}()", call.method), "device predicate on a receiver with possible side effects (rule device-predicates rewrites paths, fields and Candle's getters of backend::mapping::PURE_GETTERS only)")
             });
             return;
         }
@@ -106,6 +108,18 @@ mod tests {
         let (out, n) = run("fn f(s: &S) -> bool { (s.device.is_cuda() || s.device.is_metal()) && x }").unwrap();
         assert_eq!(n, 1);
         assert!(out.contains("(s.device.is_cuda() || s.device.is_rocm())"), "{out}");
+    }
+
+    #[test]
+    fn receivers_through_known_getters() {
+        let (out, n) = run("fn f(xs: &Tensor) -> bool { xs.device().is_cuda() && self.w.as_tensor().device().is_cuda() }").unwrap();
+        assert_eq!(n, 2);
+        let out = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(out.contains("(xs.device().is_cuda() || xs.device().is_rocm())"), "{out}");
+        assert!(out.contains("(self.w.as_tensor().device().is_cuda() || self.w.as_tensor().device().is_rocm())"), "{out}");
+        // a getter of something with side effects, or a method that is not a known getter
+        assert!(run("fn f() -> bool { make().device().is_cuda() }").is_err());
+        assert!(run("fn f(x: &T) -> bool { x.to_device(d).is_cuda() }").is_err());
     }
 
     #[test]

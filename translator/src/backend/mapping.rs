@@ -64,6 +64,11 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
 /// the same kernels and so must meet the same expectations.
 pub const DEVICE_PREDICATES: &[(&str, &str)] = &[("is_cuda", "is_rocm")];
 
+/// Candle's getters without side effects (methods of `Tensor`, `Storage`, `Layout`,
+/// `Shape`, `Var`, `QTensor`, called with no argument): a device predicate on a chain of
+/// them (`xs.device().is_cuda()`) may evaluate its receiver twice (rule `device-predicates`).
+pub const PURE_GETTERS: &[&str] = &["device", "dtype", "layout", "shape", "dims", "rank", "elem_count", "stride", "as_tensor", "location"];
+
 /// The word rule: inside any other identifier, these spellings become the
 /// ROCm ones (`CudaDevice` → `RocmDevice`, `cuda_fwd` → `rocm_fwd`,
 /// `new_cuda` → `new_rocm`, `CUDA_GRAPH` → `ROCM_GRAPH`, `cublas_handle` →

@@ -318,6 +318,7 @@ pub const ARCH_GUARDS: &[ArchGuard] = &[
     guard(">=", "800", true, "bf16 kernels: compat candle_bf16"),
     guard("<", "800", false, "__hmax_nan/__hmin_nan shims: compat candle_hmax_nan"),
     guard("<", "750", false, "__hmax_nan/__hmin_nan shims (candle 0.10): compat candle_hmax_nan"),
+    guard(">=", "750", true, "as the `< 750` row: Turing's f16 and tanh.approx paths, whose PTX rule inline-asm gives its C++ meaning"),
     guard(">=", "890", true, "fp8 kernels: compat OCP e4m3"),
     guard("<", "600", false, "double atomicAdd: native on AMD"),
     guard("<", "700", true, "no 16-bit atomicCAS on AMD: use the 32-bit CAS path"),
@@ -568,6 +569,23 @@ pub const ASM_REWRITES: &[AsmRewrite] = &[
         replacement: "(void)({0});",
         why: "PTX L2 prefetch: a hint, nothing to compute",
     },
+];
+
+/// PTX instructions with no AMD meaning (the first word of an asm template, or of a
+/// `{ ... }` block's instruction after its predicate setup): refused as NVIDIA-only, with
+/// the cause. Other unknown inline assembly is "no rule".
+pub const ASM_NVIDIA_ONLY: &[(&str, &str)] = &[
+    ("cp.async", "sm_80 asynchronous global-to-shared copies (cp.async groups)"),
+    ("mma.sync", "NVIDIA tensor-core MMA (mma.sync), with its register fragment layouts"),
+    ("ldmatrix", "sm_75 ldmatrix: shared-memory tiles into tensor-core fragments"),
+    ("stmatrix", "sm_90 stmatrix: tensor-core fragments into shared memory"),
+    ("wgmma", "sm_90 warpgroup MMA (wgmma)"),
+    ("tcgen05", "sm_100 tensor-core generation 5"),
+    ("griddepcontrol", "sm_90 programmatic dependent launch"),
+    ("cp.reduce.async.bulk", "sm_90 TMA bulk reductions"),
+    ("mbarrier", "sm_80+ asynchronous transaction barriers"),
+    ("elect.sync", "sm_90 warp leader election"),
+    ("setmaxnreg", "sm_90 register reallocation between warpgroups"),
 ];
 
 /// Warp-synchronous intrinsics: CUDA name → (compat name, whether a width

@@ -62,9 +62,9 @@ pub struct KernelOutput {
 /// assert!(out.rule_counts.values().sum::<usize>() > 0);
 ///
 /// // what no rule covers is an error naming file, line and construct
-/// let ptx = [TreeFile { rel_path: "lane.cu".into(), contents: b"__device__ int lane() {\n  int l; asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(l)); return l;\n}\n".to_vec() }];
+/// let ptx = [TreeFile { rel_path: "lead.cu".into(), contents: b"__device__ int lead(int x) {\n  int l; asm(\"bfind.u32 %0, %1;\" : \"=r\"(l) : \"r\"(x)); return l;\n}\n".to_vec() }];
 /// let err = translate_tree(&ptx, &ctx).unwrap_err().to_string();
-/// assert!(err.starts_with("lane.cu:2: "), "{err}");
+/// assert!(err.starts_with("lead.cu:2: "), "{err}");
 /// ```
 pub fn translate_tree(inputs: &[TreeFile], ctx: &KernelContext) -> Result<KernelOutput, TranslateError> {
     rules::run_pipeline(inputs, ctx)

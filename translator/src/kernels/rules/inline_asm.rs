@@ -9,7 +9,7 @@
 
 use super::tokens::{matching_paren, next_significant, text_of, tokens_from};
 use super::{TreeFacts, Unit};
-use crate::kernels::mapping::ASM_REWRITES;
+use crate::kernels::mapping::{ASM_NVIDIA_ONLY, ASM_REWRITES};
 use crate::lexer::{Token, TokenKind};
 use crate::TranslateError;
 
@@ -36,6 +36,9 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
         }
         let close = matching_paren(&unit.tokens, open).ok_or_else(|| fail("asm(".into(), "unbalanced asm statement"))?;
         let stmt = parse(&unit.tokens[open + 1..close]).ok_or_else(|| fail("asm(...)".into(), "unparsable asm statement"))?;
+        if let Some((_, cause)) = nvidia_only(&stmt.template) {
+            return Err(TranslateError::nvidia_only(&unit.path, at, format!("asm(\"{}\")", stmt.template), *cause));
+        }
         let Some(rewrite) = ASM_REWRITES.iter().find(|r| r.template == stmt.template) else {
             return Err(fail(format!("asm(\"{}\")", stmt.template), "no exact C++ or HIP meaning known for this inline assembly (add a row to kernels::mapping::ASM_REWRITES)"));
         };
@@ -52,6 +55,15 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
         count += 1;
     }
     Ok(count)
+}
+
+/// The row of [`ASM_NVIDIA_ONLY`] naming an instruction of `template` (each statement's
+/// first word, after any `@p` predicate).
+fn nvidia_only(template: &str) -> Option<&'static (&'static str, &'static str)> {
+    template.split([';', '{', '}']).map(str::trim).find_map(|statement| {
+        let word = statement.split_whitespace().find(|w| !w.starts_with('@'))?;
+        ASM_NVIDIA_ONLY.iter().find(|(prefix, _)| word.starts_with(prefix))
+    })
 }
 
 struct AsmStatement {
@@ -117,8 +129,8 @@ mod tests {
 
     #[test]
     fn unknown_asm_is_an_error_naming_the_template() {
-        let err = run(apply, "asm(\"mma.sync.aligned.m16n8k16 %0;\" : \"=r\"(x));\n").unwrap_err();
-        assert!(err.to_string().starts_with("t.cu:1: asm(\"mma.sync.aligned.m16n8k16 %0;\"): no exact"), "{err}");
+        let err = run(apply, "asm(\"bfind.u32 %0, %1;\" : \"=r\"(x) : \"r\"(y));\n").unwrap_err();
+        assert!(err.to_string().starts_with("t.cu:1: asm(\"bfind.u32 %0, %1;\"): no exact"), "{err}");
     }
 
     #[test]
@@ -140,5 +152,18 @@ mod tests {
                 assert!(!row.replacement.contains(&format!("{{{k}}}")) || out.contains(&format!("x{k}")), "{}: {out}", row.template);
             }
         }
+    }
+
+    #[test]
+    fn nvidia_only_instructions_are_refused_with_their_cause() {
+        let src = "asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %0, 0; @p cp.async.cg.shared.global [%1], [%2], %3; }\" :: \"r\"(a), \"r\"(b), \"l\"(c), \"n\"(16));\n";
+        let err = run(apply, src).unwrap_err();
+        assert!(matches!(err, TranslateError::NvidiaOnly { .. }), "{err}");
+        assert!(err.to_string().contains("NVIDIA-only: sm_80 asynchronous"), "{err}");
+        let err = run(apply, "asm volatile(\"griddepcontrol.wait;\");\n").unwrap_err();
+        assert!(err.to_string().contains("programmatic dependent launch"), "{err}");
+        // unknown but not listed: no rule
+        let err = run(apply, "asm(\"bfind.u32 %0, %1;\" : \"=r\"(a) : \"r\"(b));\n").unwrap_err();
+        assert!(matches!(err, TranslateError::Unsupported { .. }), "{err}");
     }
 }
