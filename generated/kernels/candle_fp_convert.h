@@ -161,6 +161,22 @@ CANDLE_HD inline uint8_t candle_f32_to_fp8_e4m3_mode(float f, bool satfinite) {
 // float -> e4m3, RNE, saturating to +-448; any NaN -> 0x7F.
 CANDLE_HD inline uint8_t candle_f32_to_fp8_e4m3(float f) { return candle_f32_to_fp8_e4m3_mode(f, true); }
 
+// float -> fp8 e5m2 (IEEE-like: bias 15, infinities 0x7C, NaN 0x7F, max 57344 = 0x7B), RNE;
+// any NaN -> 0x7F. `satfinite`: beyond +-57344 and +-inf saturate to it; else they give +-inf.
+#define CANDLE_FP8_E5M2_MAX_BITS 0x7Bu
+CANDLE_HD inline uint8_t candle_f32_to_fp8_e5m2_mode(float f, bool satfinite) {
+    const uint32_t u = candle_f32_bits(f);
+    const uint32_t a = u & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return 0x7Fu;
+    const uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
+    const uint8_t overflow = satfinite ? CANDLE_FP8_E5M2_MAX_BITS : 0x7Cu;
+    if (a == 0x7F800000u) return (uint8_t)(sign | overflow);
+    const int e = (int)(a >> 23);
+    if (e == 0) return sign;
+    const uint32_t m = candle_round_magnitude((a & 0x7FFFFFu) | 0x800000u, 23, e - 127, 2, 15);
+    return (uint8_t)(sign | (m > CANDLE_FP8_E5M2_MAX_BITS ? overflow : m));
+}
+
 // double -> e4m3 in one rounding step, saturating; NaN -> 0x7F | sign.
 CANDLE_HD inline uint8_t candle_f64_to_fp8_e4m3(double d) {
     const uint64_t u = candle_f64_bits(d);

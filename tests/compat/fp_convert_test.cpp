@@ -112,6 +112,43 @@ unsigned bf16_oracle(long double x) {
 // Low 12-bit patterns combined with every top-20-bit prefix of a float.
 const uint32_t kLowPatterns[] = {0x000, 0x001, 0x7FF, 0x800, 0x801, 0xFFF};
 
+long double e5m2_value(unsigned code) {
+    const unsigned e = (code >> 2) & 0x1F, m = code & 3;
+    if (e == 0) return std::ldexp((long double)m / 4, 1 - 15);
+    return std::ldexp(1 + (long double)m / 4, (int)e - 15);
+}
+
+// float -> e5m2 in both modes against the exact oracle (0x7C: infinity, the code after max)
+void check_f32_to_e5m2(Group& g, uint32_t u) {
+    const long double x = (long double)f32(u);
+    for (bool sat : {true, false}) {
+        unsigned want;
+        if (std::isnan(x)) want = 0x7F;
+        else {
+            const long double a = std::fabs(x);
+            const unsigned code = std::isinf(a) ? (sat ? 0x7B : 0x7C) : nearest_code(a, 0x7B, sat, e5m2_value);
+            want = (std::signbit(x) ? 0x80u : 0u) | code;
+        }
+        const unsigned got = candle_f32_to_fp8_e5m2_mode(f32(u), sat);
+        g.check(got == want, sat ? "f32->e5m2 satfinite" : "f32->e5m2 nosat", u, got, want);
+    }
+}
+
+void test_f32_to_e5m2() {
+    Group g("f32 -> fp8 e5m2 (sweep)");
+    for (uint32_t hi = 0; hi < (1u << 20); hi += 3) {
+        for (uint32_t lo : kLowPatterns) check_f32_to_e5m2(g, (hi << 12) | lo);
+    }
+    for (unsigned c = 0; c < 0x7C; ++c) {
+        const float mid = (float)((e5m2_value(c) + e5m2_value(c + 1)) / 2);
+        for (int d = -2; d <= 2; ++d) {
+            check_f32_to_e5m2(g, bits32(mid) + (uint32_t)d);
+            check_f32_to_e5m2(g, (bits32(mid) + (uint32_t)d) | 0x80000000u);
+        }
+    }
+    for (uint32_t u : {0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x477FE000u /*65504*/, 0x47600000u /*57344*/}) check_f32_to_e5m2(g, u);
+}
+
 void test_fp8_decode() {
     Group g("fp8 e4m3 decode (all 256)");
     for (unsigned b = 0; b < 256; ++b) {
@@ -340,6 +377,7 @@ void test_simd() {
 int main() {
     test_fp8_decode();
     test_f32_to_fp8();
+    test_f32_to_e5m2();
     test_f64_to_fp8();
     test_bf16();
     test_simd();

@@ -173,28 +173,29 @@ struct alignas(1) candle_fp8_e4m3 {
 
 static_assert(sizeof(candle_fp8_e4m3) == 1 && alignof(candle_fp8_e4m3) == 1, "candle_fp8_e4m3 layout");
 
-// The only interpretation supported by candle_cvt_fp8_to_halfraw.
-enum candle_fp8_interpretation { CANDLE_FP8_E4M3_INTERP = 0 };
+// The interpretations of cuda_fp8.h's conversions: OCP e4m3fn and e5m2.
+enum candle_fp8_interpretation { CANDLE_FP8_E4M3_INTERP = 0, CANDLE_FP8_E5M2_INTERP = 1 };
 // Stand-in for the toolkit's "fp8 types exist" feature macro.
 #define CANDLE_FP8_TYPES_EXIST 1
 
 // fp8 e4m3 bits -> __half, exact (NaN -> the canonical f16 NaN 0x7FFF).
 CANDLE_DI __half candle_cvt_fp8_to_halfraw(uint8_t bits, int interp) {
-    (void)interp; // E4M3 only
-    return __ushort_as_half(candle_fp8_e4m3_to_f16_bits(bits));
+    // e5m2 is the upper byte of a binary16 (exact, NaN and infinities kept)
+    return __ushort_as_half(interp == CANDLE_FP8_E5M2_INTERP ? (uint16_t)(bits << 8) : candle_fp8_e4m3_to_f16_bits(bits));
 }
 
-// cuda_fp8.h's conversions into e4m3 (E4M3 only, OCP e4m3fn on every arch): saturate to
-// +-448 with CANDLE_FP8_SATFINITE (__NV_SATFINITE), else out-of-range values give NaN.
+// cuda_fp8.h's conversions into fp8 (OCP e4m3fn or e5m2 on every arch, never FNUZ): with
+// CANDLE_FP8_SATFINITE (__NV_SATFINITE) out-of-range values saturate to the largest finite
+// value, else they give NaN (e4m3) or infinity (e5m2).
 enum candle_fp8_saturation { CANDLE_FP8_NOSAT = 0, CANDLE_FP8_SATFINITE = 1 };
 typedef uint8_t candle_fp8_storage;
 CANDLE_HDI uint8_t candle_cvt_float_to_fp8(float x, int saturate, int interp) {
-    (void)interp; // E4M3 only
-    return candle_f32_to_fp8_e4m3_mode(x, saturate == CANDLE_FP8_SATFINITE);
+    return interp == CANDLE_FP8_E5M2_INTERP ? candle_f32_to_fp8_e5m2_mode(x, saturate == CANDLE_FP8_SATFINITE)
+                                            : candle_f32_to_fp8_e4m3_mode(x, saturate == CANDLE_FP8_SATFINITE);
 }
 CANDLE_HDI uint8_t candle_cvt_double_to_fp8(double x, int saturate, int interp) {
-    (void)interp;
-    return saturate == CANDLE_FP8_SATFINITE ? candle_f64_to_fp8_e4m3(x) : candle_f32_to_fp8_e4m3_mode((float)x, false);
+    // e4m3 with saturation in one rounding step; the other modes round through float
+    return interp != CANDLE_FP8_E5M2_INTERP && saturate == CANDLE_FP8_SATFINITE ? candle_f64_to_fp8_e4m3(x) : candle_cvt_float_to_fp8((float)x, saturate, interp);
 }
 // a half converts exactly to float, so one rounding step as CUDA's
 CANDLE_DI uint8_t candle_cvt_halfraw_to_fp8(__half x, int saturate, int interp) {
@@ -202,6 +203,17 @@ CANDLE_DI uint8_t candle_cvt_halfraw_to_fp8(__half x, int saturate, int interp) 
 }
 CANDLE_DI uint8_t candle_cvt_bfloat16raw_to_fp8(candle_bf16 x, int saturate, int interp) {
     return candle_cvt_float_to_fp8(float(x), saturate, interp);
+}
+// pairs: the first value in the low byte (cuda_fp8.h's fp8x2 storage)
+typedef uint16_t candle_fp8x2_storage;
+CANDLE_DI uint16_t candle_cvt_float2_to_fp8x2(float2 x, int saturate, int interp) {
+    return (uint16_t)(candle_cvt_float_to_fp8(x.x, saturate, interp) | (candle_cvt_float_to_fp8(x.y, saturate, interp) << 8));
+}
+CANDLE_DI uint16_t candle_cvt_halfraw2_to_fp8x2(__half2 x, int saturate, int interp) {
+    return candle_cvt_float2_to_fp8x2(__half22float2(x), saturate, interp);
+}
+CANDLE_DI __half2 candle_cvt_fp8x2_to_halfraw2(uint16_t bits, int interp) {
+    return __halves2half2(candle_cvt_fp8_to_halfraw((uint8_t)(bits & 0xFFu), interp), candle_cvt_fp8_to_halfraw((uint8_t)(bits >> 8), interp));
 }
 
 // ===========================================================================
