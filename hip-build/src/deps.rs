@@ -108,12 +108,23 @@ fn is_sm_intrinsics(name: &str) -> bool {
 /// Inside the kernel tree: only the CUDA toolkit's own header names count.
 fn is_toolkit_name(rel: &Path) -> bool {
     let name = rel.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
-    let in_toolkit_dir = rel.parent().into_iter().flat_map(Path::components).any(|c| {
+    // `<tree>/cuda/std/limits` is what `#include <cuda/std/limits>` would find; a crate's own
+    // `src/cuda/` directory of kernels is not
+    let in_toolkit_dir = rel.parent().and_then(|p| p.components().next()).is_some_and(|c| {
         let c = c.as_os_str().to_string_lossy().to_lowercase();
         matches!(c.as_str(), "cuda" | "thrust" | "cub")
     });
-    in_toolkit_dir || name == "mma.h" || (name.starts_with("cuda") && (name.ends_with(".h") || name.ends_with(".hpp")))
+    in_toolkit_dir || TOOLKIT_HEADER_NAMES.contains(&name.as_str())
 }
+
+/// The CUDA toolkit's header names that a kernel tree could hold a copy of (a crate's own
+/// `cuda_compat.h` or `cuda_utils.cuh` is not among them).
+const TOOLKIT_HEADER_NAMES: &[&str] = &[
+    "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "cuda_fp16.h", "cuda_fp16.hpp", "cuda_bf16.h", "cuda_bf16.hpp",
+    "cuda_fp8.h", "cuda_fp8.hpp", "cuda_fp4.h", "cuda_fp4.hpp", "cuda_fp6.h", "cuda_device_runtime_api.h", "cuda_texture_types.h",
+    "cuda_surface_types.h", "cuda_pipeline.h", "cuda_pipeline_primitives.h", "cuda_awbarrier.h", "cuda_awbarrier_primitives.h",
+    "cuda_occupancy.h", "cuda_profiler_api.h", "cuda_gl_interop.h", "cuda_egl_interop.h", "cuda_vdpau_interop.h", "mma.h",
+];
 
 /// A make rule `target: deps…` with paths escaped the way clang escapes them.
 pub fn make_rule(target: &Path, deps: &[PathBuf]) -> String {
@@ -189,5 +200,11 @@ mod tests {
         assert_eq!(cuda_header_in([utils.as_str(), cub_compat.as_str()], &own), None);
         assert_eq!(cuda_header_in([utils.as_str(), fake.as_str()], &own), Some(fake.clone()));
         assert_eq!(cuda_header_in([utils.as_str()], &[]), Some(utils.clone()));
+        // a crate's own src/cuda/ kernels and its cuda_compat.h are its own; <tree>/cuda/std/ is the toolkit's
+        let crate_kernel = dir.path().join("src/cuda/gdn.hip").display().to_string();
+        let compat = dir.path().join("src/cuda/cuda_compat.h").display().to_string();
+        let toolkit = dir.path().join("cuda/std/limits").display().to_string();
+        assert_eq!(cuda_header_in([crate_kernel.as_str(), compat.as_str()], &own), None);
+        assert_eq!(cuda_header_in([toolkit.as_str()], &own), Some(toolkit.clone()));
     }
 }

@@ -142,6 +142,9 @@ CANDLE_HDI candle_bf16 candle_float2bf16(float f) { return candle_bf16(f); }
 CANDLE_HDI float candle_bf162float(candle_bf16 b) { return float(b); }
 CANDLE_HDI candle_bf16 candle_half2bf16(__half h) { return candle_bf16(h); }
 CANDLE_HDI __half candle_bf162half(candle_bf16 b) { return __half(float(b)); }
+// the bits of a bf16 and back (cuda_bf16.h's __bfloat16_as_ushort / __ushort_as_bfloat16)
+CANDLE_HDI unsigned short candle_bf16_as_ushort(candle_bf16 b) { return b.bits; }
+CANDLE_HDI candle_bf16 candle_ushort_as_bf16(unsigned short u) { return candle_bf16::from_bits(u); }
 
 // ===========================================================================
 // 2. fp8 E4M3 (OCP E4M3FN: bias 7, no infinities, NaN 0x7F / 0xFF, max 448)

@@ -220,6 +220,8 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("__float2bfloat16", "candle_float2bf16"),
     ("__float2bfloat16_rn", "candle_float2bf16"),
     ("__bfloat162float", "candle_bf162float"),
+    ("__bfloat16_as_ushort", "candle_bf16_as_ushort"),
+    ("__ushort_as_bfloat16", "candle_ushort_as_bf16"),
     // half/bf16 math that HIP 5.2.3 lacks or that must also take candle_bf16
     ("__hmax", "candle_hmax"),
     ("__hmin", "candle_hmin"),
