@@ -32,6 +32,7 @@
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
 #include <stdint.h>
+#include <type_traits>
 
 #include "candle_fp_convert.h"
 
@@ -143,6 +144,16 @@ CANDLE_HDI candle_bf16 candle_float2bf16(float f) { return candle_bf16(f); }
 CANDLE_HDI float candle_bf162float(candle_bf16 b) { return float(b); }
 CANDLE_HDI candle_bf16 candle_half2bf16(__half h) { return candle_bf16(h); }
 CANDLE_HDI __half candle_bf162half(candle_bf16 b) { return __half(float(b)); }
+// cuda_bf16.h's pair and integer conversions (each element rounded to nearest even)
+CANDLE_HDI candle_bf16 candle_int2bf16(int v) { return candle_bf16((float)v); }
+CANDLE_HDI candle_bf16 candle_uint2bf16(unsigned int v) { return candle_bf16((float)v); }
+CANDLE_HDI candle_bf16x2 candle_float22bf162(float2 f) { return {candle_bf16(f.x), candle_bf16(f.y)}; }
+CANDLE_HDI candle_bf16x2 candle_floats2bf162(float a, float b) { return {candle_bf16(a), candle_bf16(b)}; }
+CANDLE_HDI candle_bf16x2 candle_float2bf162(float a) { return {candle_bf16(a), candle_bf16(a)}; }
+CANDLE_HDI candle_bf16x2 candle_halves2bf162(candle_bf16 lo, candle_bf16 hi) { return {lo, hi}; }
+CANDLE_HDI candle_bf16x2 candle_bf162bf162(candle_bf16 a) { return {a, a}; }
+CANDLE_HDI float2 candle_bf1622float2(candle_bf16x2 a) { return make_float2(float(a.x), float(a.y)); }
+
 // the bits of a bf16 and back (cuda_bf16.h's __bfloat16_as_ushort / __ushort_as_bfloat16)
 CANDLE_HDI unsigned short candle_bf16_as_ushort(candle_bf16 b) { return b.bits; }
 CANDLE_HDI candle_bf16 candle_ushort_as_bf16(unsigned short u) { return candle_bf16::from_bits(u); }
@@ -337,6 +348,25 @@ CANDLE_DI __half2 candle_hmul2(__half2 a, __half2 b) { return __hmul2(a, b); }
 CANDLE_DI candle_bf16x2 candle_hadd2(candle_bf16x2 a, candle_bf16x2 b) { return {a.x + b.x, a.y + b.y}; }
 CANDLE_DI candle_bf16x2 candle_hsub2(candle_bf16x2 a, candle_bf16x2 b) { return {a.x - b.x, a.y - b.y}; }
 CANDLE_DI candle_bf16x2 candle_hmul2(candle_bf16x2 a, candle_bf16x2 b) { return {a.x * b.x, a.y * b.y}; }
+CANDLE_DI __half2 candle_hfma2(__half2 a, __half2 b, __half2 c) { return __hfma2(a, b, c); }
+CANDLE_DI candle_bf16x2 candle_hfma2(candle_bf16x2 a, candle_bf16x2 b, candle_bf16x2 c) {
+    return {candle_bf16(fmaf(float(a.x), float(b.x), float(c.x))), candle_bf16(fmaf(float(a.y), float(b.y), float(c.y)))};
+}
+
+// Scalar bf16 arithmetic under the names cuda_bf16.h overloads for it (HIP's are __half's).
+// Templates that take candle_bf16 only: no implicit conversion reaches them, so a call HIP's
+// own overloads answer is never made ambiguous.
+#define CANDLE_BF16_ONLY template <class T, typename std::enable_if<std::is_same<T, candle_bf16>::value, int>::type = 0>
+CANDLE_BF16_ONLY CANDLE_HDI T __hadd(T a, T b) { return a + b; }
+CANDLE_BF16_ONLY CANDLE_HDI T __hsub(T a, T b) { return a - b; }
+CANDLE_BF16_ONLY CANDLE_HDI T __hmul(T a, T b) { return a * b; }
+CANDLE_BF16_ONLY CANDLE_HDI T __hdiv(T a, T b) { return T(float(a) / float(b)); }
+// (through a float fma, then one rounding to bf16: the product of two bf16 is exact in float)
+CANDLE_BF16_ONLY CANDLE_HDI T __hfma(T a, T b, T c) { return T(fmaf(float(a), float(b), float(c))); }
+#undef CANDLE_BF16_ONLY
+
+template <class T>
+CANDLE_DI T candle_ldg(const T* p) { return *p; }
 
 // Lane extraction to float, for half pairs (forwarded to HIP) and bf16 pairs.
 CANDLE_DI float candle_low2float(__half2 a) { return __low2float(a); }

@@ -222,6 +222,17 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("__bfloat162float", "candle_bf162float"),
     ("__bfloat16_as_ushort", "candle_bf16_as_ushort"),
     ("__ushort_as_bfloat16", "candle_ushort_as_bf16"),
+    ("__int2bfloat16_rn", "candle_int2bf16"),
+    ("__uint2bfloat16_rn", "candle_uint2bf16"),
+    ("__float22bfloat162_rn", "candle_float22bf162"),
+    ("__floats2bfloat162_rn", "candle_floats2bf162"),
+    ("__float2bfloat162_rn", "candle_float2bf162"),
+    ("__halves2bfloat162", "candle_halves2bf162"),
+    ("__bfloat162bfloat162", "candle_bf162bf162"),
+    ("__bfloat1622float2", "candle_bf1622float2"),
+    // loads through the read-only cache: a plain load on AMD, for every type (HIP's
+    // __ldg has the built-in types only)
+    ("__ldg", "candle_ldg"),
     // half/bf16 math that HIP 5.2.3 lacks or that must also take candle_bf16
     ("__hmax", "candle_hmax"),
     ("__hmin", "candle_hmin"),
@@ -238,6 +249,7 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("__hadd2", "candle_hadd2"),
     ("__hsub2", "candle_hsub2"),
     ("__hmul2", "candle_hmul2"),
+    ("__hfma2", "candle_hfma2"),
     ("__low2float", "candle_low2float"),
     ("__high2float", "candle_high2float"),
     // integer SIMD intrinsics, exact portable versions
