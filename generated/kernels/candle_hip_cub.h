@@ -82,3 +82,15 @@ private:
 };
 
 }  // namespace candle_cub
+
+// Everything else of the library (BlockLoad, BlockStore, DeviceReduce, the iterators, ...) is
+// hipCUB's, where the release has it (ROCm >= 6 ships it; HIP 5.2.3 on Debian does not): a
+// name candle_cub does not declare itself is looked up in hipcub.
+#if defined(__HIP_PLATFORM_AMD__) && defined(__has_include)
+#if __has_include(<hipcub/hipcub.hpp>)
+#include <hipcub/hipcub.hpp>
+namespace candle_cub {
+using namespace ::hipcub;
+}  // namespace candle_cub
+#endif
+#endif

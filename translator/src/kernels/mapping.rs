@@ -31,6 +31,15 @@ pub const INCLUDES: &[(&str, Option<&str>)] = &[
     ("rocwmma/rocwmma.hpp", Some("candle_hip_wmma.h")),
 ];
 
+/// Whole header directories of CUDA's bundled libraries (after [`INCLUDES`]' exact names):
+/// directory → the compat header that gives its names, our own where Candle needs them and
+/// hipCUB's / rocThrust's otherwise (when the ROCm release has them).
+pub const INCLUDE_DIRECTORIES: &[(&str, &str)] = &[
+    ("cub/", "candle_hip_cub.h"),
+    ("hipcub/", "candle_hip_cub.h"),
+    ("thrust/", "candle_hip_thrust.h"),
+];
+
 /// Headers with no AMD meaning (a name ending in `/` is a directory: every header in it):
 /// an include of one is refused as NVIDIA-only, with the cause (rule `includes`).
 pub const NVIDIA_ONLY_HEADERS: &[(&str, &str)] = &[

@@ -15,7 +15,7 @@ use super::fold_conditionals::{fold, Kept};
 use super::pp_expr::Known;
 use super::{TreeFacts, Unit};
 use crate::kernels::include_paths::{self, include_target};
-use crate::kernels::mapping::{header_row, AUTHOR_ROCM_MACROS, INCLUDES, ROCM_LIBRARY_HEADERS, STANDARD_INCLUDES};
+use crate::kernels::mapping::{header_row, AUTHOR_ROCM_MACROS, INCLUDES, INCLUDE_DIRECTORIES, ROCM_LIBRARY_HEADERS, STANDARD_INCLUDES};
 use crate::lexer::line_views;
 use crate::TranslateError;
 
@@ -58,7 +58,8 @@ pub fn decide(units: &[Unit], facts: &TreeFacts) -> AuthorRocm {
             let own = include_paths::resolve(&unit.path, &target, quoted, &facts.include_dirs, |p| facts.inputs.contains(p)).is_some();
             let known_header = INCLUDES.iter().any(|(from, _)| *from == target)
                 || STANDARD_INCLUDES.contains(&target.as_str())
-                || header_row(ROCM_LIBRARY_HEADERS, &target).is_some();
+                || header_row(ROCM_LIBRARY_HEADERS, &target).is_some()
+                || header_row(INCLUDE_DIRECTORIES, &target).is_some();
             if !own && !known_header && quoted {
                 missing = Some(format!("{}:{}: #include \"{target}\"", unit.path, line.line()));
             }

@@ -6,7 +6,7 @@
 //! anything else is an error naming the header.
 
 use super::{TreeFacts, Unit};
-use crate::kernels::mapping::{header_row, FOREIGN_HEADERS, INCLUDES, NVIDIA_ONLY_HEADERS, ROCM_LIBRARY_HEADERS, STANDARD_INCLUDES};
+use crate::kernels::mapping::{header_row, FOREIGN_HEADERS, INCLUDES, INCLUDE_DIRECTORIES, NVIDIA_ONLY_HEADERS, ROCM_LIBRARY_HEADERS, STANDARD_INCLUDES};
 use crate::kernels::include_paths::{self, include_target};
 use crate::lexer::{self, logical_lines};
 use crate::TranslateError;
@@ -25,10 +25,11 @@ pub fn apply(unit: &mut Unit, facts: &TreeFacts) -> Result<usize, TranslateError
             out.extend(line.tokens);
             continue;
         }
-        if let Some((_, replacement)) = INCLUDES.iter().find(|(from, _)| *from == target) {
+        let exact = INCLUDES.iter().find(|(from, _)| *from == target).map(|(_, to)| *to);
+        if let Some(replacement) = exact.or_else(|| header_row(INCLUDE_DIRECTORIES, &target).map(Some)) {
             count += 1;
             if let Some(to) = replacement {
-                let spelled = if STANDARD_INCLUDES.contains(to) { format!("<{to}>") } else { format!("\"{to}\"") };
+                let spelled = if STANDARD_INCLUDES.contains(&to) { format!("<{to}>") } else { format!("\"{to}\"") };
                 out.extend(super::tokens::tokens_from(&format!("#include {spelled}\n"), line.line()));
             }
             continue;
@@ -85,6 +86,13 @@ mod tests {
     fn unknown_cuda_header_is_an_error_naming_it() {
         let err = run_with(apply, "\n#include <cusparse.h>\n", &facts()).unwrap_err();
         assert_eq!(err.to_string(), "t.cu:2: #include <cusparse.h>: no rule maps this header to HIP (add it to kernels::mapping::INCLUDES)");
+    }
+
+    #[test]
+    fn library_directories_map_to_their_compat_header() {
+        let (out, n) = run_with(apply, "#include <cub/block/block_load.cuh>\n#include <thrust/iterator/counting_iterator.h>\n", &facts()).unwrap();
+        assert_eq!(out, "#include \"candle_hip_cub.h\"\n#include \"candle_hip_thrust.h\"\n");
+        assert_eq!(n, 2);
     }
 
     #[test]
