@@ -135,6 +135,21 @@ struct alignas(4) candle_bf16x2 {
     candle_bf16 y;
 };
 
+// cuda_bf16.h's raw storage types: the bits, converting to and from the values.
+struct candle_bf16_raw {
+    unsigned short x;
+    candle_bf16_raw() = default;
+    CANDLE_HDI candle_bf16_raw(candle_bf16 b) : x(b.bits) {}
+    CANDLE_HDI operator candle_bf16() const { return candle_bf16::from_bits(x); }
+};
+struct candle_bf16x2_raw {
+    unsigned short x;
+    unsigned short y;
+    candle_bf16x2_raw() = default;
+    CANDLE_HDI candle_bf16x2_raw(candle_bf16x2 b) : x(b.x.bits), y(b.y.bits) {}
+    CANDLE_HDI operator candle_bf16x2() const { return {candle_bf16::from_bits(x), candle_bf16::from_bits(y)}; }
+};
+
 static_assert(sizeof(candle_bf16) == 2 && alignof(candle_bf16) == 2, "candle_bf16 layout");
 static_assert(sizeof(candle_bf16x2) == 4 && alignof(candle_bf16x2) == 4, "candle_bf16x2 layout");
 
@@ -490,6 +505,17 @@ CANDLE_DI void candle_syncwarp(unsigned long long mask = ~0ull) {
     __syncwarp((unsigned int)mask);
 #endif
 }
+
+// Votes over the logical 32-lane warp (__ballot_sync, __any_sync, __all_sync with a full
+// mask): bit i of the ballot is lane i's predicate, the same on wave32 and wave64.
+CANDLE_DI unsigned int candle_ballot_w32(int pred) {
+    unsigned int x = pred ? (1u << candle_lane_id()) : 0u;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) x |= (unsigned int)__shfl_xor((int)x, offset, 32);
+    return x;
+}
+CANDLE_DI int candle_any_w32(int pred) { return candle_ballot_w32(pred) != 0u; }
+CANDLE_DI int candle_all_w32(int pred) { return candle_ballot_w32(!pred) == 0u; }
 
 // Two f16 in a 32-bit register (PTX .f16x2, GCN v_pk_*_f16): lane-wise, rounded to nearest.
 CANDLE_DI __half2 candle_u32_as_half2(uint32_t u) {

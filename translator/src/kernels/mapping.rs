@@ -15,6 +15,15 @@ pub const INCLUDES: &[(&str, Option<&str>)] = &[
     ("cuda.h", None),
     ("mma.h", Some("candle_hip_wmma.h")),
     ("cuda/std/limits", Some("limits")),
+    ("cuda/std/functional", Some("functional")),
+    ("cuda/std/type_traits", Some("type_traits")),
+    ("cuda/std/utility", Some("utility")),
+    ("cuda/std/cstdint", Some("cstdint")),
+    ("cuda/std/array", Some("array")),
+    ("cuda/std/tuple", Some("tuple")),
+    ("cuda/std/cmath", Some("cmath")),
+    ("cuda_runtime_api.h", None),
+    ("cooperative_groups.h", Some("hip/hip_cooperative_groups.h")),
     ("thrust/device_ptr.h", Some("candle_hip_thrust.h")),
     ("thrust/scan.h", Some("candle_hip_thrust.h")),
     ("thrust/execution_policy.h", Some("candle_hip_thrust.h")),
@@ -198,6 +207,8 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("__hip_bfloat16", "candle_bf16"),
     ("hip_bfloat16", "candle_bf16"),
     ("__nv_bfloat162", "candle_bf16x2"),
+    ("__nv_bfloat16_raw", "candle_bf16_raw"),
+    ("__nv_bfloat162_raw", "candle_bf16x2_raw"),
     ("nv_bfloat162", "candle_bf16x2"),
     ("__hip_bfloat162", "candle_bf16x2"),
     ("__nv_fp8_e4m3", "candle_fp8_e4m3"),
@@ -372,6 +383,8 @@ pub const ARCH_GUARDS: &[ArchGuard] = &[
     guard("<", "1000", true, "below Blackwell: AMD takes the generic path"),
     guard(">=", "1200", false, "consumer Blackwell: the generic path"),
     guard("<", "1200", true, "below consumer Blackwell: AMD takes the generic path"),
+    guard("<", "1100", true, "below Blackwell's sm_110: AMD takes the generic path"),
+    guard(">=", "1100", false, "Blackwell's sm_110: the generic path"),
 ];
 
 /// A host-side compute-capability predicate and the value it has on AMD.
@@ -631,6 +644,9 @@ pub const WARP_SYNC_INTRINSICS: &[(&str, &str, bool)] = &[
     ("__reduce_add_sync", "candle_reduce_add_w32", false),
     ("__reduce_max_sync", "candle_reduce_max_w32", false),
     ("__reduce_min_sync", "candle_reduce_min_w32", false),
+    ("__ballot_sync", "candle_ballot_w32", false),
+    ("__any_sync", "candle_any_w32", false),
+    ("__all_sync", "candle_all_w32", false),
 ];
 
 /// The width a CUDA warp has: the implicit shuffle width made explicit.
