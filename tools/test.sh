@@ -106,6 +106,12 @@ cargo xtask releases --only --checkout-of 0.10.2 --arch gfx1030 --work "$tmp/rel
 cargo xtask releases --only --versions 0.9.0 --arch gfx1030 --work "$tmp/releases"
 rm -rf "$tmp/releases"
 
+step "the kernel translator on code it was not written against (cargo xtask corpus --sample; README 'Code nobody here wrote'):"
+echo "   Candle 0.11.1 and mistral.rs 0.8.1's three CUDA crates from the registry, every kernel unit translated on its own or"
+echo "   refused with its cause, what translated compiled with the host hipcc (HIP 5.2.3, gfx90a); the report must equal"
+echo "   bench/results/corpus-sample.md (the whole corpus, vLLM's csrc and ROCm 7.2 included: bench/results/corpus.md)"
+cargo xtask corpus --sample --compile --check bench/results/corpus-sample.md
+
 step "generated candle-examples: every example built with --features rocm, flash-attn (over our run_mha) and the example features that need no CUDA"
 echo "   (kernels for gfx90a and gfx1030 with the host's hipcc, taken from the bundle's kernel cache). Left out: depth_anything_v2 and pyo3 (reinforcement-learning), whose"
 echo "   example code does not compile upstream either with upstream's own Cargo.lock (enterpolation 0.3.0 has no Generator,"

@@ -95,6 +95,10 @@ pub struct CorpusArgs {
     /// Exit with failure when a unit fails with "no rule" or a translated unit does not compile.
     #[arg(long)]
     strict: bool,
+    /// Compare the report with this file instead of writing one, and fail naming the first
+    /// differing line (CI: the sample against bench/results/corpus-sample.md).
+    #[arg(long, value_name = "FILE", conflicts_with = "out")]
+    check: Option<PathBuf>,
 }
 
 /// What became of one kernel unit.
@@ -207,11 +211,32 @@ pub fn run(args: CorpusArgs) -> Result<ExitCode> {
     if let Some(out) = &args.out {
         std::fs::write(out, &report).with_context(|| format!("writing {}", out.display()))?;
     }
+    if let Some(expected) = &args.check {
+        let on_disk = std::fs::read_to_string(expected).with_context(|| format!("reading {}", expected.display()))?;
+        if let Some(difference) = first_difference(&on_disk, &report) {
+            eprintln!("corpus: the report differs from {} ({difference}); run it with --out {} and read the diff", expected.display(), expected.display());
+            return Ok(ExitCode::FAILURE);
+        }
+        println!("corpus: the report is {}", expected.display());
+    }
     if args.strict && failing > 0 {
         eprintln!("corpus: {failing} units failed with no rule or did not compile");
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The first line where `expected` and `got` differ, as `line N: expected ... got ...`.
+fn first_difference(expected: &str, got: &str) -> Option<String> {
+    let (mut e, mut g) = (expected.lines(), got.lines());
+    for n in 1.. {
+        match (e.next(), g.next()) {
+            (None, None) => return None,
+            (a, b) if a == b => continue,
+            (a, b) => return Some(format!("line {n}: expected {:?}, got {:?}", a.unwrap_or("(end)"), b.unwrap_or("(end)"))),
+        }
+    }
+    None
 }
 
 fn one_line(text: &str) -> String {
@@ -358,7 +383,9 @@ fn measure(corpus: &Corpus, tree: &[TreeFile], compilers: &[(String, Hipcc, Vec<
             let results = hip_build::compile_all(hipcc, jobs, 0);
             for result in results {
                 let unit = rows.iter_mut().find(|r| work.join("src").join(translator::kernels::rules::output_path(&r.unit)) == result.job.source).unwrap();
-                unit.compiled.push((label.clone(), result.result.err().map(|e| first_compile_error(&e.to_string()))));
+                // paths relative to the translated tree: the report is the same from any checkout
+                let tree_prefix = format!("{}/", work.join("src").display());
+                unit.compiled.push((label.clone(), result.result.err().map(|e| first_compile_error(&e.to_string()).replace(&tree_prefix, ""))));
             }
         }
     }
@@ -378,6 +405,13 @@ mod tests {
     fn the_sample_is_the_pinned_release_and_mistralrs() {
         let sample: Vec<String> = CORPORA.iter().filter(|c| c.sample).map(name).collect();
         assert_eq!(sample, ["candle-kernels 0.11.1", "mistralrs-quant 0.8.1", "mistralrs-paged-attn 0.8.1", "mistralrs-core 0.8.1"]);
+    }
+
+    #[test]
+    fn check_names_the_first_differing_line() {
+        assert_eq!(first_difference("a\nb\n", "a\nb\n"), None);
+        assert_eq!(first_difference("a\nb\n", "a\nc\n").unwrap(), "line 2: expected \"b\", got \"c\"");
+        assert_eq!(first_difference("a\n", "a\nx\n").unwrap(), "line 2: expected \"(end)\", got \"x\"");
     }
 
     #[test]
