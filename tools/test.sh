@@ -107,7 +107,7 @@ cargo xtask releases --only --versions 0.9.0 --arch gfx1030 --work "$tmp/release
 rm -rf "$tmp/releases"
 
 step "the kernel translator on code it was not written against (cargo xtask corpus --sample; README 'Code nobody here wrote'):"
-echo "   Candle 0.11.1 and mistral.rs 0.8.1's three CUDA crates from the registry, every kernel unit translated on its own or"
+echo "   mistral.rs 0.8.1's three CUDA crates from the registry (Candle's own releases are the steps above), every kernel unit translated on its own or"
 echo "   refused with its cause, what translated compiled with the host hipcc (HIP 5.2.3, gfx90a); the report must equal"
 echo "   bench/results/corpus-sample.md (the whole corpus, vLLM's csrc and ROCm 7.2 included: bench/results/corpus.md)"
 cargo xtask corpus --sample --compile --check bench/results/corpus-sample.md
