@@ -147,6 +147,16 @@ void test_f32_to_e5m2() {
         }
     }
     for (uint32_t u : {0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x477FE000u /*65504*/, 0x47600000u /*57344*/}) check_f32_to_e5m2(g, u);
+    // decode: every code's binary16 is the code's value (NaNs: the canonical 0x7FFF)
+    for (unsigned c = 0; c < 256; ++c) {
+        const uint16_t h = candle_fp8_e5m2_to_f16_bits((uint8_t)c);
+        bool nan = false;
+        const long double v = f16_value(h, &nan);
+        const bool code_nan = (c & 0x7F) > 0x7C;
+        const long double want = (c & 0x7F) == 0x7C ? INFINITY : e5m2_value(c & 0x7F);
+        const bool ok = code_nan ? h == 0x7FFF : (!nan && std::fabs(v) == want && std::signbit(v) == ((c & 0x80) != 0));
+        g.check(ok, "e5m2 -> f16", c, h, 0);
+    }
 }
 
 void test_fp8_decode() {

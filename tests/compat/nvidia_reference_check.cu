@@ -86,6 +86,21 @@ __global__ void k_f32_sweep(uint32_t base, uint64_t n, uint8_t* fp8, uint16_t* b
         bfplat[i] = candle_f32_to_bf16_bits(f); // through CANDLE_PLATFORM_F32_TO_BF16_BITS
     }
 }
+// cuda_fp8.h's conversion functions, the four modes: (E4M3, E5M2) x (SATFINITE, NOSAT)
+__global__ void k_cvt_sweep(uint32_t base, uint64_t n, uint8_t* out) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const float f = __uint_as_float(base + (uint32_t)i);
+        out[4 * i + 0] = __nv_cvt_float_to_fp8(f, __NV_SATFINITE, __NV_E4M3);
+        out[4 * i + 1] = __nv_cvt_float_to_fp8(f, __NV_NOSAT, __NV_E4M3);
+        out[4 * i + 2] = __nv_cvt_float_to_fp8(f, __NV_SATFINITE, __NV_E5M2);
+        out[4 * i + 3] = __nv_cvt_float_to_fp8(f, __NV_NOSAT, __NV_E5M2);
+    }
+}
+__global__ void k_fp8_to_half(uint16_t* e4m3, uint16_t* e5m2) {
+    const unsigned b = threadIdx.x;
+    e4m3[b] = __half_raw(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)b, __NV_E4M3)).x;
+    e5m2[b] = __half_raw(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)b, __NV_E5M2)).x;
+}
 __global__ void k_f64(const double* d, uint64_t n, uint8_t* fp8, uint16_t* bf) {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         fp8[i] = __nv_fp8_e4m3(d[i]).__x;
@@ -280,6 +295,45 @@ int main() {
         result("bf16 from every float", 1ull << 32, bad16);
         result("bf16 from every float, platform hook", 1ull << 32, badplat);
         CK(cudaFree(d8)); CK(cudaFree(d16)); CK(cudaFree(d16rn)); CK(cudaFree(d16plat));
+    }
+    // 1b. Every float through cuda_fp8.h's conversion functions, four modes, against ours
+    //     (candle_cvt_float_to_fp8, which the translator maps __nv_cvt_float_to_fp8 to).
+    {
+        const uint64_t chunk = 1ull << 27;
+        uint8_t* d;
+        CK(cudaMalloc(&d, 4 * chunk));
+        std::vector<uint8_t> h(4 * chunk);
+        const int sat[4] = {CANDLE_FP8_SATFINITE, CANDLE_FP8_NOSAT, CANDLE_FP8_SATFINITE, CANDLE_FP8_NOSAT};
+        const int interp[4] = {CANDLE_FP8_E4M3_INTERP, CANDLE_FP8_E4M3_INTERP, CANDLE_FP8_E5M2_INTERP, CANDLE_FP8_E5M2_INTERP};
+        const char* names[4] = {"__nv_cvt_float_to_fp8 e4m3 satfinite, every float", "__nv_cvt_float_to_fp8 e4m3 nosat, every float",
+                                "__nv_cvt_float_to_fp8 e5m2 satfinite, every float", "__nv_cvt_float_to_fp8 e5m2 nosat, every float"};
+        uint64_t bad[4] = {0, 0, 0, 0};
+        for (uint64_t c = 0; c < 32; ++c) {
+            const uint32_t base = (uint32_t)(c * chunk);
+            k_cvt_sweep<<<grid, block>>>(base, chunk, d);
+            CK(cudaGetLastError());
+            CK(cudaMemcpy(h.data(), d, 4 * chunk, cudaMemcpyDeviceToHost));
+            for (int m = 0; m < 4; ++m)
+                bad[m] += par_count(chunk, [&](uint64_t i) { return candle_cvt_float_to_fp8(f32(base + (uint32_t)i), sat[m], interp[m]) == h[4 * i + m]; },
+                                    [&](uint64_t i) { std::printf("  %s f32=0x%08x nvidia=0x%02x ours=0x%02x\n", names[m], base + (uint32_t)i, h[4 * i + m], candle_cvt_float_to_fp8(f32(base + (uint32_t)i), sat[m], interp[m])); });
+        }
+        for (int m = 0; m < 4; ++m) result(names[m], 1ull << 32, bad[m]);
+        CK(cudaFree(d));
+        uint16_t *d4, *d5;
+        CK(cudaMalloc(&d4, 512)); CK(cudaMalloc(&d5, 512));
+        k_fp8_to_half<<<1, 256>>>(d4, d5);
+        CK(cudaGetLastError());
+        uint16_t h4[256], h5[256];
+        CK(cudaMemcpy(h4, d4, 512, cudaMemcpyDeviceToHost)); CK(cudaMemcpy(h5, d5, 512, cudaMemcpyDeviceToHost));
+        uint64_t bad_decode = 0;
+        for (unsigned b = 0; b < 256; ++b) {
+            const uint16_t ours4 = candle_fp8_e4m3_to_f16_bits((uint8_t)b), ours5 = candle_fp8_e5m2_to_f16_bits((uint8_t)b);
+            if (ours4 != h4[b] || ours5 != h5[b]) {
+                if (bad_decode++ < 4) std::printf("  fp8 0x%02x -> half: nvidia e4m3 0x%04x e5m2 0x%04x, ours 0x%04x 0x%04x\n", b, h4[b], h5[b], ours4, ours5);
+            }
+        }
+        result("__nv_cvt_fp8_to_halfraw e4m3 and e5m2, all 256", 512, bad_decode);
+        CK(cudaFree(d4)); CK(cudaFree(d5));
     }
     // 2. Doubles -> fp8 / bf16.
     {

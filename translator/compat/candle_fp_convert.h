@@ -160,6 +160,12 @@ CANDLE_HD inline uint8_t candle_f32_to_fp8_e4m3_mode(float f, bool satfinite) {
 // float -> e4m3, RNE, saturating to +-448; any NaN -> 0x7F.
 CANDLE_HD inline uint8_t candle_f32_to_fp8_e4m3(float f) { return candle_f32_to_fp8_e4m3_mode(f, true); }
 
+// e5m2 -> IEEE binary16 bits: the upper byte of a binary16, exact; NaN -> the canonical
+// f16 NaN 0x7FFF (sign and payload dropped), as CUDA does (checked on an H100/H200).
+CANDLE_HD inline uint16_t candle_fp8_e5m2_to_f16_bits(uint8_t b) {
+    return (b & 0x7Fu) > 0x7Cu ? (uint16_t)0x7FFFu : (uint16_t)(b << 8);
+}
+
 // float -> fp8 e5m2 (IEEE-like: bias 15, infinities 0x7C, NaN 0x7F, max 57344 = 0x7B), RNE;
 // any NaN -> 0x7F. `satfinite`: beyond +-57344 and +-inf saturate to it; else they give +-inf.
 #define CANDLE_FP8_E5M2_MAX_BITS 0x7Bu

@@ -209,8 +209,7 @@ enum candle_fp8_interpretation { CANDLE_FP8_E4M3_INTERP = 0, CANDLE_FP8_E5M2_INT
 
 // fp8 e4m3 bits -> __half, exact (NaN -> the canonical f16 NaN 0x7FFF).
 CANDLE_DI __half candle_cvt_fp8_to_halfraw(uint8_t bits, int interp) {
-    // e5m2 is the upper byte of a binary16 (exact, NaN and infinities kept)
-    return __ushort_as_half(interp == CANDLE_FP8_E5M2_INTERP ? (uint16_t)(bits << 8) : candle_fp8_e4m3_to_f16_bits(bits));
+    return __ushort_as_half(interp == CANDLE_FP8_E5M2_INTERP ? candle_fp8_e5m2_to_f16_bits(bits) : candle_fp8_e4m3_to_f16_bits(bits));
 }
 
 // cuda_fp8.h's conversions into fp8 (OCP e4m3fn or e5m2 on every arch, never FNUZ): with

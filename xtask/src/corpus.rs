@@ -100,7 +100,13 @@ pub struct CorpusArgs {
     /// differing line (CI: the sample against bench/results/corpus-sample.md).
     #[arg(long, value_name = "FILE", conflicts_with = "out")]
     check: Option<PathBuf>,
+    /// Only rewrite docs/what-translates.md, the rules' vocabulary rendered from their tables.
+    #[arg(long)]
+    write_vocabulary: bool,
 }
+
+/// Where the rendered vocabulary lives ([`translator::kernels::vocabulary`]).
+pub const VOCABULARY_DOC: &str = "docs/what-translates.md";
 
 /// What became of one kernel unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,6 +149,11 @@ pub struct Row {
 
 pub fn run(args: CorpusArgs) -> Result<ExitCode> {
     let root = workspace_root();
+    if args.write_vocabulary {
+        crate::tree::write_file_atomic(&root.join(VOCABULARY_DOC), translator::kernels::vocabulary::render().as_bytes())?;
+        println!("corpus: wrote {VOCABULARY_DOC}");
+        return Ok(ExitCode::SUCCESS);
+    }
     let compilers = if args.compile { compilers(args.rocm.as_deref())? } else { Vec::new() };
     let mut report = String::from("# Kernel corpus: translated, refused, compiled\n\nWritten by `cargo xtask corpus");
     for (flag, on) in [(" --sample", args.sample), (" --compile", args.compile)] {

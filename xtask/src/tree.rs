@@ -35,6 +35,13 @@ fn read_into(root: &Path, dir: &Path, tree: &mut Tree) -> Result<()> {
 /// `.<name>.tmp-<pid>-*`, then swapped in (`out` → `.<name>.old-<pid>`, staging
 /// → `out`, old removed). On any failure before the swap the staging directory
 /// is removed and `out` is left as it was.
+/// One file written atomically: a sibling `.partial` file renamed over it.
+pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("partial");
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+}
+
 pub fn write_atomic(tree: &Tree, out: &Path) -> Result<()> {
     let (parent, name) = parent_and_name(out)?;
     std::fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;

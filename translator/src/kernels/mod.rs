@@ -7,6 +7,7 @@ pub mod compile_flags;
 pub mod include_paths;
 pub mod mapping;
 pub mod rules;
+pub mod vocabulary;
 
 use std::collections::BTreeMap;
 

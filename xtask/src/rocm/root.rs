@@ -395,9 +395,7 @@ fn shell_quote(path: &Path) -> String {
 }
 
 fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension("partial");
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+    crate::tree::write_file_atomic(path, text.as_bytes())
 }
 
 /// Runs a host command; an error names it and ends with its last output lines.
