@@ -179,6 +179,13 @@ impl Builder {
         self
     }
 
+    /// cudaforge's `get_compute_cap`: the NVIDIA compute capability the kernels are built for.
+    /// An AMD build has none, so always `None`; a build script's `unwrap_or(N)` or
+    /// `if let Some(cc)` then takes its own default, as it would without a GPU.
+    pub fn get_compute_cap(&self) -> Option<usize> {
+        None
+    }
+
     /// A directory of headers (`.cuh`, `.h`, `.hpp`, `.inl`, ...: `include_paths::HEADER_EXTENSIONS`) the kernels include; translated too.
     pub fn include_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.include_dirs.push(dir.into());

@@ -135,6 +135,9 @@ fn mirror_module(sources: &BTreeMap<String, String>, label: &str, input: &str, o
             }
         };
         match mode {
+            // a CUDA-gated module whose name no rule renames (`#[cfg(feature = "cuda")] mod paged_attention;`):
+            // its ROCm twin declares the same file, so that one file serves both, twinned in place
+            Mode::Twin if specific && rules::rename(&name).0 == name => children.push((child_in, child_out, Mode::Twin, gate_cuda)),
             Mode::Twin if specific => {
                 children.push((child_in.clone(), child_out, Mode::Verbatim, gate_cuda));
                 mirror_twin(&mut children);
@@ -273,6 +276,20 @@ mod tests {
         assert!(model.contains("#[cfg(feature = \"rocm\")]\nuse candle_rocm_hip::nccl::safe::ReduceOp;") && model.contains("\npub struct Op;"), "{model}");
         // the library is not CUDA-only: its function is not gated
         assert!(!out.files["src/lib.rs"].contains("#[cfg(feature = \"cuda\")]\npub fn device"), "{}", out.files["src/lib.rs"]);
+    }
+
+    #[test]
+    fn a_cuda_gated_module_whose_name_stays_is_one_file_twinned_in_place() {
+        // mistral.rs 0.8.1's paged_attention/layers/mod.rs: the file under a cuda cfg, an inline stand-in otherwise
+        let layers = "#[cfg(feature = \"cuda\")]\npub mod paged_attention;\n#[cfg(not(feature = \"cuda\"))]\npub mod paged_attention { pub struct P; }\n";
+        let src = sources(&[
+            ("src/lib.rs", "mod layers;\n"),
+            ("src/layers/mod.rs", layers),
+            ("src/layers/paged_attention.rs", "#[cfg(feature = \"cuda\")]\npub fn f(d: &candle_core::CudaDevice) {}\n"),
+        ]);
+        let out = mirror_crate(&src, "a-crate 9.9.9").unwrap();
+        let file = &out.files["src/layers/paged_attention.rs"];
+        assert!(file.contains("RocmDevice") && file.contains("CudaDevice"), "{file}");
     }
 
     #[test]

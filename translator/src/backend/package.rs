@@ -90,6 +90,12 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
                     continue;
                 } else if is_cuda_feature(v) && features_contains(&table_features(manifest), v) {
                     twin_feature(v)
+                } else if let Some(twin) = twinned_dependency_feature(&table_dependencies(manifest), paths, v) {
+                    twin
+                } else if let Some(package) = untwinned_dependency(&table_dependencies(manifest), paths, v) {
+                    // `mistralrs-quant/cuda` of a crate with no ROCm twin here: left out, said why
+                    gaps.push(Gap::new(file, line, &format!("feature `{name}` = \"{v}\""), v, &format!("{package} has no ROCm twin here (not a Candle package, not ported beside this one): its CUDA feature is left out of `{twin_name}`")));
+                    continue;
                 } else if is_cuda_ident(v) {
                     return Err(TranslateError::unsupported(file, line, &format!("feature `{name}` = \"{v}\""), "no ROCm counterpart for this feature dependency: add it to mapping::FEATURE_DEPENDENCIES"));
                 } else {
@@ -378,6 +384,43 @@ pub fn print_with_header(file: &str, manifest: &str, table: &toml::Table) -> Res
 
 /// The name of a CUDA feature's ROCm twin: [`FEATURES`] (`nccl` → `rccl`),
 /// else the word rule (`cuda` → `rocm`, `cuda-graphs` → `rocm-graphs`).
+/// `[dependencies]` (and dev- and build-) of a manifest: key → package.
+fn table_dependencies(manifest: &str) -> BTreeMap<String, String> {
+    let table: toml::Table = manifest.parse().unwrap_or_default();
+    let mut out = BTreeMap::new();
+    for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+        for (key, spec) in table.get(section).and_then(|d| d.as_table()).into_iter().flatten() {
+            out.insert(key.clone(), dependency_package(key, spec.get("package")).to_string());
+        }
+    }
+    out
+}
+
+/// `dep/feature` (or `dep?/feature`) split, with the dependency's package, when `feature`
+/// is a CUDA feature and `dep` a dependency of the manifest.
+fn cuda_feature_of_dependency<'a>(deps: &BTreeMap<String, String>, value: &'a str) -> Option<(&'a str, &'a str, String)> {
+    let (dep, feature) = value.split_once('/')?;
+    let key = dep.trim_end_matches('?');
+    (is_cuda_feature(feature) && !value.starts_with("dep:")).then_some(())?;
+    Some((dep, feature, deps.get(key)?.clone()))
+}
+
+/// The ROCm twin of a dependency's CUDA feature, where the dependency has a ROCm twin with
+/// that feature: a generated Candle package (`candle-core/cuda` → `candle-core/rocm`, whatever
+/// the key it is renamed to) or a package mirrored beside this one.
+fn twinned_dependency_feature(deps: &BTreeMap<String, String>, paths: &PackagePaths, value: &str) -> Option<String> {
+    let (dep, feature, package) = cuda_feature_of_dependency(deps, value)?;
+    let candle = CUDA_FEATURE_PACKAGES.contains(&package.as_str()) || BACKEND_NEUTRAL_PACKAGES.contains(&package.as_str());
+    let twinned = (candle && twin_feature(feature) != feature) || paths.siblings.contains_key(&package);
+    twinned.then(|| format!("{dep}/{}", twin_feature(feature)))
+}
+
+/// The package of a dependency whose CUDA feature `value` names and that has no ROCm twin.
+fn untwinned_dependency(deps: &BTreeMap<String, String>, paths: &PackagePaths, value: &str) -> Option<String> {
+    let (_, feature, package) = cuda_feature_of_dependency(deps, value)?;
+    (twin_feature(feature) != feature && twinned_dependency_feature(deps, paths, value).is_none()).then_some(package)
+}
+
 pub fn twin_feature(name: &str) -> String {
     FEATURES.iter().find(|(from, _)| *from == name).map_or_else(|| rules::rename(name).0, |(_, to)| to.to_string())
 }
@@ -729,6 +772,19 @@ optional = true
         let nn = "[package]\nname = \"candle-nn\"\nversion = \"0.11.1\"\n[dependencies.candle]\nversion = \"0.11.1\"\npackage = \"candle-core\"\n";
         let t: toml::Table = mirror_manifest("Cargo.toml", "x", nn, &paths(), &|_| true).unwrap().text.parse().unwrap();
         assert!(t.get("patch").is_none());
+    }
+
+    #[test]
+    fn dependency_features_twin_by_shape_or_are_left_out_with_a_reason() {
+        // mistral.rs 0.8.1: candle-core under its own name, a renamed candle-nn, a crate with no twin here
+        let manifest = "[package]\nname = \"x\"\nversion = \"1.0.0\"\n[dependencies]\ncandle-core = \"0.10\"\nnn = { package = \"candle-nn\", version = \"0.10\" }\nsome-kernels = \"1\"\n[features]\ncuda = [\"candle-core/cuda\", \"nn/cuda\", \"some-kernels/cuda\"]\n";
+        let out = mirror_manifest("Cargo.toml", "x", manifest, &paths(), &|_| true).unwrap();
+        let table: toml::Table = out.text.parse().unwrap();
+        let rocm: Vec<&str> = table["features"]["rocm"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
+        assert!(rocm.contains(&"candle-core/rocm") && rocm.contains(&"nn/rocm"), "{rocm:?}");
+        assert!(!rocm.iter().any(|v| v.starts_with("some-kernels")), "{rocm:?}");
+        let gap = out.gaps.iter().find(|g| g.construct.contains("some-kernels/cuda")).expect("a gap for some-kernels/cuda");
+        assert!(gap.reason.contains("some-kernels has no ROCm twin"), "{}", gap.reason);
     }
 
     #[test]
