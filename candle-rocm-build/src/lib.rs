@@ -88,6 +88,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct Builder {
     kernels: Vec<PathBuf>,
     globs: Vec<String>,
+    excluded: Vec<String>,
     include_dirs: Vec<PathBuf>,
     arches: Option<Vec<String>>,
     hip_on_cuda: Option<String>,
@@ -176,6 +177,17 @@ impl Builder {
     /// order; a pattern matching no file is an error when building.
     pub fn kernel_glob(mut self, pattern: impl Into<String>) -> Self {
         self.globs.push(pattern.into());
+        self
+    }
+
+    /// cudaforge's `exclude`: kernel files whose name matches one of `patterns` (globs such as
+    /// `dummy_*.cu`, matched against the file name) are left out of the build.
+    pub fn exclude<I, S>(mut self, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.excluded.extend(patterns.into_iter().map(|p| p.as_ref().to_string()));
         self
     }
 
@@ -472,6 +484,12 @@ impl Builder {
             found.sort();
             kernels.extend(found);
         }
+        let excluded = self
+            .excluded
+            .iter()
+            .map(|p| glob::Pattern::new(p).map_err(|e| Error::Io(format!("the excluded pattern `{p}`: {e}"))))
+            .collect::<Result<Vec<_>>>()?;
+        kernels.retain(|k| !excluded.iter().any(|p| k.file_name().is_some_and(|n| p.matches(&n.to_string_lossy()))));
         if kernels.is_empty() {
             return Err(Error::Io("no kernel file: give Builder::kernel a .cu file, or Builder::kernel_glob a pattern".into()));
         }
@@ -618,4 +636,24 @@ fn rust_constants(code_objects: &[CodeObject], arches: &[String]) -> String {
         "// Written by candle-rocm-build: this crate's kernels as code objects.\n/// The arches (target IDs) every code object has an image for.\n#[allow(dead_code)]\npub const ARCHES: &[&str] = &{arches:?};\n{}",
         build_script::code_object_consts(code_objects.iter().map(|c| (c.name.as_str(), c.path.as_path())))
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excluded_file_names_leave_the_glob() {
+        let dir = std::env::temp_dir().join(format!("candle-rocm-build-exclude-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["marlin_f16.cu", "dummy_marlin.cu", "gemv.cu", "gemv_dummy.cu"] {
+            std::fs::write(dir.join(name), "").unwrap();
+        }
+        let pattern = format!("{}/*.cu", dir.display());
+        let names = |b: &Builder| -> Vec<String> { b.kernel_files().unwrap().iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect() };
+        // mistral.rs 0.8.1's build script on an sm_80+ GPU, then below sm_80
+        assert_eq!(names(&Builder::new().kernel_glob(&pattern).exclude(["dummy_*.cu", "*_dummy.cu"])), ["gemv.cu", "marlin_f16.cu"]);
+        assert_eq!(names(&Builder::new().kernel_glob(&pattern).exclude(vec!["marlin_*.cu"])), ["dummy_marlin.cu", "gemv.cu", "gemv_dummy.cu"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -529,6 +529,25 @@ CANDLE_DI uint32_t candle_half2_as_u32(__half2 h) {
 }
 CANDLE_DI uint32_t candle_f16x2_add(uint32_t a, uint32_t b) { return candle_half2_as_u32(__hadd2(candle_u32_as_half2(a), candle_u32_as_half2(b))); }
 CANDLE_DI uint32_t candle_f16x2_mul(uint32_t a, uint32_t b) { return candle_half2_as_u32(__hmul2(candle_u32_as_half2(a), candle_u32_as_half2(b))); }
+// f16 pairs through a float function, each half rounded to nearest (approximate PTX math:
+// at least as accurate as NVIDIA's .approx)
+CANDLE_DI uint32_t candle_f16x2_exp2(uint32_t a) {
+    const float2 f = __half22float2(candle_u32_as_half2(a));
+    return candle_half2_as_u32(__floats2half2_rn(exp2f(f.x), exp2f(f.y)));
+}
+CANDLE_DI uint32_t candle_f16x2_tanh(uint32_t a) {
+    const float2 f = __half22float2(candle_u32_as_half2(a));
+    return candle_half2_as_u32(__floats2half2_rn(tanhf(f.x), tanhf(f.y)));
+}
+// PTX lop3.b32: any function of three bit vectors, given as its 8-entry truth table `lut`
+// (bit i of lut is the result for a, b, c bits (i >> 2, i >> 1, i) & 1)
+CANDLE_HDI uint32_t candle_lop3(uint32_t a, uint32_t b, uint32_t c, uint32_t lut) {
+    uint32_t r = 0;
+    for (int i = 0; i < 8; ++i) {
+        if ((lut >> i) & 1u) r |= ((i & 4) ? a : ~a) & ((i & 2) ? b : ~b) & ((i & 1) ? c : ~c);
+    }
+    return r;
+}
 CANDLE_DI uint32_t candle_f16x2_fma(uint32_t a, uint32_t b, uint32_t c) {
     return candle_half2_as_u32(__hfma2(candle_u32_as_half2(a), candle_u32_as_half2(b), candle_u32_as_half2(c)));
 }
@@ -548,8 +567,10 @@ CANDLE_DI uint32_t candle_f16x2_fma(uint32_t a, uint32_t b, uint32_t c) {
 // Returns the old value, like atomicAdd.
 template <typename T> struct candle_type_identity { typedef T type; };
 
+// (the result is whatever the atomicAdd found returns: a translated file's own overload,
+// such as exllama's `void atomicAdd(half2*, half2)` in its ROCm branch, keeps its type)
 template <typename T>
-CANDLE_DI T candle_atomic_add(T* address, typename candle_type_identity<T>::type val) {
+CANDLE_DI auto candle_atomic_add(T* address, typename candle_type_identity<T>::type val) -> decltype(atomicAdd(address, val)) {
     return atomicAdd(address, val);
 }
 

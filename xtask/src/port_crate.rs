@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use translator::TreeFile;
+use translator::{TranslateError, TreeFile};
 
 use crate::regen::steps::{mirror_package_files, BuildScript, PackageMirror};
 use crate::tree;
@@ -89,7 +89,13 @@ pub fn port(src: &Path, out: &Path, root: &Path, candle: Option<&Path>) -> Resul
         .collect();
     let kernels = translator::kernels::include_paths::own_headers(&candidates, &[]);
     let ctx = translator::kernels::KernelContext::new(label.clone());
-    let translated = translator::kernels::translate_tree(&kernels, &ctx).map_err(|e| anyhow!("{}: {e}", src.display()))?;
+    // every unit on its own: one with no AMD meaning (NVIDIA-only, or needing a library outside
+    // CUDA) is listed, not a stop; a construct no rule covers stops the port
+    let (translated, failures) = translator::kernels::translate_each(&kernels, &ctx).map_err(|e| anyhow!("{}: {e}", src.display()))?;
+    if let Some(f) = failures.iter().find(|f| !matches!(f.error, TranslateError::NvidiaOnly { .. } | TranslateError::NeedsLibrary { .. })) {
+        bail!("{}: {}", src.display(), f.error);
+    }
+    let refused: Vec<String> = failures.iter().map(|f| f.error.to_string()).collect();
 
     let paths = translator::backend::package::PackagePaths {
         rocm_crates: crate::regen::rocm_crate_paths(root, out.parent().unwrap_or(out)),
@@ -109,7 +115,7 @@ pub fn port(src: &Path, out: &Path, root: &Path, candle: Option<&Path>) -> Resul
             text.splice(..end, line.into_bytes());
         }
     }
-    let report = report(&label, &mirror, kernels.len(), &translated.rule_counts);
+    let report = report(&label, &mirror, kernels.len() - refused.len(), &translated.rule_counts, &refused);
     mirror.files.insert(REPORT.into(), report.clone().into_bytes());
     Ok(Ported { label, tree: mirror.files, report })
 }
@@ -121,7 +127,7 @@ fn is_crate_file(path: &str) -> bool {
 }
 
 /// PORTED.md: what the rules did and what they left out.
-fn report(label: &str, mirror: &PackageMirror, kernels: usize, kernel_rules: &BTreeMap<&'static str, usize>) -> String {
+fn report(label: &str, mirror: &PackageMirror, kernels: usize, kernel_rules: &BTreeMap<&'static str, usize>, refused: &[String]) -> String {
     let mut s = format!("# {label}, ported to ROCm\n\nWritten by `cargo xtask port-crate`. Do not edit: port again.\n\n");
     s.push_str("Build it with `--features rocm`: its build script compiles the kernels for AMD GPUs with candle-rocm-build (hipcc, the arches of `CANDLE_ROCM_ARCHS`, else the machine's GPUs, else the current ones). The kernels stay CUDA here and are translated when the crate builds.\n\n");
     s.push_str(&format!("## Kernels\n\n{kernels} files translate with the kernel rules:"));
@@ -129,7 +135,18 @@ fn report(label: &str, mirror: &PackageMirror, kernels: usize, kernel_rules: &BT
         s.push_str(&format!(" {rule} {n},"));
     }
     s.pop();
-    s.push_str(".\n\n## Rust side and build script\n\n");
+    s.push_str(".\n\n");
+    if !refused.is_empty() {
+        s.push_str(&format!(
+            "{} files have no AMD meaning and are refused (the crate's AMD build stops at the first of them until its build script leaves them out; code that calls their launchers needs their CUDA-only gate):\n\n",
+            refused.len()
+        ));
+        for r in refused {
+            s.push_str(&format!("- {r}\n"));
+        }
+        s.push('\n');
+    }
+    s.push_str("## Rust side and build script\n\n");
     for (rule, n) in mirror.rule_counts.iter().filter(|(_, n)| **n > 0) {
         s.push_str(&format!("- {rule}: {n}\n"));
     }

@@ -576,9 +576,13 @@ pub const BUILD_TOOL_METHODS: &[(&str, BuildToolMethod)] = &[
     ("nvcc_thread_patterns", BuildToolMethod::Drop("nvcc's parallelism (candle-rocm-build compiles on every core)")),
     ("no_incremental", BuildToolMethod::Drop("cudaforge's cache (candle-rocm-build rebuilds what changed)")),
     ("get_compute_cap", BuildToolMethod::To("get_compute_cap")),
+    ("exclude", BuildToolMethod::To("exclude")),
     // what a chain does with build_lib's / build's Result: the same on candle-rocm-build's
     ("expect", BuildToolMethod::To("expect")),
     ("unwrap", BuildToolMethod::To("unwrap")),
+    ("unwrap_or", BuildToolMethod::To("unwrap_or")),
+    ("unwrap_or_else", BuildToolMethod::To("unwrap_or_else")),
+    ("unwrap_or_default", BuildToolMethod::To("unwrap_or_default")),
     ("compute_cap", BuildToolMethod::Drop("an NVIDIA compute capability: the AMD arches come from CANDLE_ROCM_ARCHS")),
     ("compute_cap_arch", BuildToolMethod::Drop("an NVIDIA compute capability: the AMD arches come from CANDLE_ROCM_ARCHS")),
     ("with_compute_override", BuildToolMethod::Drop("an NVIDIA compute capability: the AMD arches come from CANDLE_ROCM_ARCHS")),

@@ -605,6 +605,36 @@ pub const ASM_REWRITES: &[AsmRewrite] = &[
         why: "PTX approximate reciprocal: the division",
     },
     AsmRewrite {
+        template: "ex2.approx.f16 %0, %1;",
+        replacement: "{0} = __half_as_ushort(__float2half_rn(exp2f(__half2float(__ushort_as_half({1})))));",
+        why: "PTX approximate 2^x on f16: through float, rounded once",
+    },
+    AsmRewrite {
+        template: "ex2.approx.f16x2 %0, %1;",
+        replacement: "{0} = candle_f16x2_exp2({1});",
+        why: "PTX approximate 2^x on an f16 pair",
+    },
+    AsmRewrite {
+        template: "tanh.approx.f16 %0, %1;",
+        replacement: "{0} = __half_as_ushort(__float2half_rn(tanhf(__half2float(__ushort_as_half({1})))));",
+        why: "PTX approximate tanh on f16: through float, rounded once",
+    },
+    AsmRewrite {
+        template: "tanh.approx.f16x2 %0, %1;",
+        replacement: "{0} = candle_f16x2_tanh({1});",
+        why: "PTX approximate tanh on an f16 pair",
+    },
+    AsmRewrite {
+        template: "shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;",
+        replacement: "{0} = __shfl_xor({1}, {2}, 32);",
+        why: "PTX butterfly shuffle over the full 32-lane warp (clamp 0x1f, full mask)",
+    },
+    AsmRewrite {
+        template: "lop3.b32 %0, %1, %2, %3, %4;",
+        replacement: "{0} = candle_lop3({1}, {2}, {3}, {4});",
+        why: "PTX three-input logic operation by truth table",
+    },
+    AsmRewrite {
         template: "fence.acq_rel.gpu;",
         replacement: "__threadfence();",
         why: "PTX device-scope fence",

@@ -182,12 +182,35 @@ pub fn run_pipeline_each(inputs: &[TreeFile], ctx: &KernelContext) -> Result<(Ke
     Ok((KernelOutput { files, rule_counts, notes }, failures))
 }
 
-/// The names `tokens` declare: after `struct`, `class`, `union`, `enum` (`enum class`), and
-/// the macros of `#define` lines.
+/// The names `tokens` declare: after `struct`, `class`, `union`, `enum` (`enum class`), the
+/// macros of `#define` lines, and the functions they define (`T name(...) {`, `T name(...) const {`).
 fn declared_names(tokens: &[Token]) -> Vec<String> {
+    const NOT_A_TYPE: &[&str] = &["if", "for", "while", "switch", "return", "catch", "else", "do", "sizeof", "decltype", "alignof", "static_assert", "defined"];
     let significant: Vec<&Token> = tokens.iter().filter(|t| !t.is_trivia()).collect();
     let mut names = Vec::new();
     for (i, t) in significant.iter().enumerate() {
+        // a function definition: a type-like token, the name, its parameters, then its body
+        let typed = i > 0 && {
+            let p = significant[i - 1];
+            (p.kind == lexer::TokenKind::Ident && !NOT_A_TYPE.contains(&p.text.as_str())) || p.is_punct("*") || p.is_punct("&") || p.is_punct(">")
+        };
+        if typed && t.kind == lexer::TokenKind::Ident && !NOT_A_TYPE.contains(&t.text.as_str()) && significant.get(i + 1).is_some_and(|n| n.is_punct("(")) {
+            let mut depth = 0usize;
+            let close = significant[i + 1..].iter().position(|n| {
+                if n.is_punct("(") {
+                    depth += 1;
+                } else if n.is_punct(")") {
+                    depth -= 1;
+                }
+                depth == 0
+            });
+            let after = close.map(|c| i + 1 + c + 1).and_then(|k| significant.get(k).map(|n| (k, n)));
+            if let Some((k, n)) = after {
+                if n.is_punct("{") || (n.is_ident("const") && significant.get(k + 1).is_some_and(|m| m.is_punct("{"))) {
+                    names.push(t.text.to_string());
+                }
+            }
+        }
         let keyword = t.kind == lexer::TokenKind::Ident && matches!(t.text.as_str(), "struct" | "class" | "union" | "enum" | "define");
         let mut next = significant.get(i + 1);
         if t.is_ident("enum") && next.is_some_and(|n| n.is_ident("class") || n.is_ident("struct")) {
@@ -237,5 +260,19 @@ pub(crate) mod test_support {
         let mut unit = Unit { path: "t.cu".into(), tokens: lexer::lex(src).tokens };
         let n = rule(&mut unit, facts)?;
         Ok((lexer::render(&unit.tokens), n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_names_are_types_macros_and_defined_functions() {
+        let src = "struct __nv_x { int a; };\n#define FULL 1\n__forceinline__ __device__ float shfl_xor_sync(float x, int m) { return x; }\n\
+                   template <class T> T* at(T* p) const { if (p) { return p; } else if (q) { } }\nvoid declared_only(int);\nint y = call(z);\n";
+        let names = declared_names(&lexer::lex(src).tokens);
+        // (`class T` of the template counts too: harmless, a name the tree declares)
+        assert_eq!(names, ["__nv_x", "FULL", "shfl_xor_sync", "T", "at"]);
     }
 }

@@ -62,7 +62,8 @@ mod tests {
 
     #[test]
     fn names_the_tree_declares_and_runtime_names_hip_lacks() {
-        let facts = TreeFacts { own_names: ["__nv_fp8_e4m3_dummy".to_string()].into(), ..Default::default() };
+        let facts = TreeFacts { own_names: ["__nv_fp8_e4m3_dummy".to_string(), "shfl_xor_sync".to_string()].into(), ..Default::default() };
+        assert!(crate::kernels::rules::test_support::run_with(apply, "float y = math::shfl_xor_sync(x, 1);\n", &facts).is_ok());
         assert!(crate::kernels::rules::test_support::run_with(apply, "struct __nv_fp8_e4m3_dummy { int x; };\n", &facts).is_ok());
         let err = run(apply, "f(cudaFuncAttributeNonPortableClusterSizeAllowed);\n").unwrap_err();
         assert!(matches!(err, TranslateError::NvidiaOnly { .. }), "{err}");
