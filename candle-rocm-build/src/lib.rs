@@ -46,7 +46,7 @@ use std::time::Instant;
 use hip_build::build_script::{self, write_if_changed};
 use hip_build::{CompileJob, OutputKind};
 use translator::kernels::mapping::{NvccFlag, OWN_UNITS};
-use translator::kernels::{translate_tree, KernelContext};
+use translator::kernels::{is_refusal, translate_each, unit_failures, KernelContext};
 use translator::{TranslateError, TreeFile};
 
 /// What can go wrong; each says what and where in one message.
@@ -366,7 +366,22 @@ impl Builder {
 
         let start = Instant::now();
         let ctx = KernelContext::new("a crate's own kernels (candle-rocm-build)");
-        let translated = translate_tree(&inputs, &ctx).map_err(|e| Error::Translate(with_origin(e, &inputs, &origins)))?;
+        let (translated, failures) = translate_each(&inputs, &ctx).map_err(|e| Error::Translate(with_origin(e, &inputs, &origins)))?;
+        // a construct no rule covers stops the build; a unit with no AMD meaning (NVIDIA-only, a
+        // library outside CUDA) is left out of it, said as a warning naming the construct: code
+        // that calls its launchers fails to link, naming them
+        if let Some(f) = failures.iter().find(|f| !is_refusal(&f.error)) {
+            return Err(Error::Translate(with_origin(f.error.clone(), &inputs, &origins)));
+        }
+        let refused = unit_failures(&inputs, &failures, &[]);
+        for (unit, e) in &refused {
+            println!("cargo:warning=candle-rocm-build: {unit} left out of the AMD build: {}", with_origin((*e).clone(), &inputs, &origins));
+        }
+        let kernels: Vec<PathBuf> = kernels.into_iter().filter(|k| !refused.contains_key(&k.file_name().unwrap_or_default().to_string_lossy().into_owned())).collect();
+        if kernels.is_empty() {
+            let first = failures.first().map(|f| f.error.clone()).ok_or_else(|| Error::Io("no kernel file left to build".into()))?;
+            return Err(Error::Translate(with_origin(first, &inputs, &origins)));
+        }
         let translate_s = start.elapsed().as_secs_f64();
         let hip_dir = out.join("hip");
         // candle-rocm's own units (flash attention's run_mha) are Candle's, not this crate's

@@ -538,6 +538,22 @@ CANDLE_DI uint32_t candle_f16x2_tanh(uint32_t a) {
     const float2 f = __half22float2(candle_u32_as_half2(a));
     return candle_half2_as_u32(__floats2half2_rn(tanhf(f.x), tanhf(f.y)));
 }
+// Streaming ("evict first") 32-bit loads and stores (PTX ld/st.global.cs): the nontemporal
+// hint on AMD (clang's builtin: a GLC/SLC/NT-bit access), a plain access elsewhere.
+CANDLE_DI uint32_t candle_ld_cs_b32(const void* p) {
+#if defined(__HIP_PLATFORM_AMD__)
+    return __builtin_nontemporal_load(static_cast<const uint32_t*>(p));
+#else
+    return *static_cast<const uint32_t*>(p);
+#endif
+}
+CANDLE_DI void candle_st_cs_b32(void* p, uint32_t v) {
+#if defined(__HIP_PLATFORM_AMD__)
+    __builtin_nontemporal_store(v, static_cast<uint32_t*>(p));
+#else
+    *static_cast<uint32_t*>(p) = v;
+#endif
+}
 // PTX lop3.b32: any function of three bit vectors, given as its 8-entry truth table `lut`
 // (bit i of lut is the result for a, b, c bits (i >> 2, i >> 1, i) & 1)
 CANDLE_HDI uint32_t candle_lop3(uint32_t a, uint32_t b, uint32_t c, uint32_t lut) {

@@ -8,7 +8,6 @@
 //! `--sample` runs the corpora CI runs: mistral.rs's three crates (the pinned Candle release
 //! is regen's, which CI checks and compiles in its own steps).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -352,14 +351,11 @@ fn measure(corpus: &Corpus, tree: &[TreeFile], compilers: &[(String, Hipcc, Vec<
     let inputs = include_paths::own_headers(&candidates, &include_dirs);
     let ctx = KernelContext { source_label: name(corpus), include_dirs: include_dirs.clone() };
     let (output, failures) = translate_each(&inputs, &ctx).map_err(|e| anyhow::anyhow!("{}: {e}", name(corpus)))?;
-    let failed: BTreeMap<&str, &TranslateError> = failures.iter().map(|f| (f.path.as_str(), &f.error)).collect();
+    let failed = translator::kernels::unit_failures(&inputs, &failures, &include_dirs);
 
     let mut rows = Vec::new();
     for unit in inputs.iter().filter(|f| is_kernel_unit(&f.rel_path)) {
-        // the unit's first failure, itself first, then its headers in path order
-        let reach = include_paths::own_headers(&[vec![unit.clone()], inputs.iter().filter(|f| is_header(&f.rel_path)).cloned().collect()].concat(), &include_dirs);
-        let first = failed.get(unit.rel_path.as_str()).or_else(|| reach.iter().find_map(|f| failed.get(f.rel_path.as_str())));
-        rows.push(Row { unit: unit.rel_path.clone(), outcome: first.map_or(Outcome::Translated, |e| outcome(e)), compiled: Vec::new() });
+        rows.push(Row { unit: unit.rel_path.clone(), outcome: failed.get(&unit.rel_path).map_or(Outcome::Translated, |e| outcome(e)), compiled: Vec::new() });
     }
     for file in tree.iter().filter(|f| f.rel_path.ends_with(".cu")) {
         if let Some(why) = not_cuda(&file.rel_path) {

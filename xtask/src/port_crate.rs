@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use translator::{TranslateError, TreeFile};
+use translator::TreeFile;
 
 use crate::regen::steps::{mirror_package_files, BuildScript, PackageMirror};
 use crate::tree;
@@ -92,7 +92,7 @@ pub fn port(src: &Path, out: &Path, root: &Path, candle: Option<&Path>) -> Resul
     // every unit on its own: one with no AMD meaning (NVIDIA-only, or needing a library outside
     // CUDA) is listed, not a stop; a construct no rule covers stops the port
     let (translated, failures) = translator::kernels::translate_each(&kernels, &ctx).map_err(|e| anyhow!("{}: {e}", src.display()))?;
-    if let Some(f) = failures.iter().find(|f| !matches!(f.error, TranslateError::NvidiaOnly { .. } | TranslateError::NeedsLibrary { .. })) {
+    if let Some(f) = failures.iter().find(|f| !translator::kernels::is_refusal(&f.error)) {
         bail!("{}: {}", src.display(), f.error);
     }
     let refused: Vec<String> = failures.iter().map(|f| f.error.to_string()).collect();

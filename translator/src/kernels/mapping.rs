@@ -635,6 +635,26 @@ pub const ASM_REWRITES: &[AsmRewrite] = &[
         why: "PTX three-input logic operation by truth table",
     },
     AsmRewrite {
+        template: "ld.global.cs.b32 %0, [%1];",
+        replacement: "{0} = candle_ld_cs_b32({1});",
+        why: "PTX streaming 32-bit load: nontemporal on AMD",
+    },
+    AsmRewrite {
+        template: "ld.global.cs.v2.b32 {%0, %1}, [%2];",
+        replacement: "{0} = candle_ld_cs_b32({2}); {1} = candle_ld_cs_b32((const uint32_t*)({2}) + 1);",
+        why: "PTX streaming 2 x 32-bit load: nontemporal on AMD",
+    },
+    AsmRewrite {
+        template: "st.global.cs.b32 [%0], %1;",
+        replacement: "candle_st_cs_b32({0}, {1});",
+        why: "PTX streaming 32-bit store: nontemporal on AMD",
+    },
+    AsmRewrite {
+        template: "st.global.cs.v2.b32 [%0], {%1, %2};",
+        replacement: "candle_st_cs_b32({0}, {1}); candle_st_cs_b32((uint32_t*)({0}) + 1, {2});",
+        why: "PTX streaming 2 x 32-bit store: nontemporal on AMD",
+    },
+    AsmRewrite {
         template: "fence.acq_rel.gpu;",
         replacement: "__threadfence();",
         why: "PTX device-scope fence",

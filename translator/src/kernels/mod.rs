@@ -71,6 +71,28 @@ pub fn translate_tree(inputs: &[TreeFile], ctx: &KernelContext) -> Result<Kernel
     rules::run_pipeline(inputs, ctx)
 }
 
+/// For each kernel unit of `inputs` (`.cu`) that did not translate, the error that stops it:
+/// its own, else that of the first header it reaches (in path order) that failed.
+pub fn unit_failures<'a>(inputs: &[TreeFile], failures: &'a [FileFailure], include_dirs: &[String]) -> BTreeMap<String, &'a TranslateError> {
+    let failed: BTreeMap<&str, &TranslateError> = failures.iter().map(|f| (f.path.as_str(), &f.error)).collect();
+    let headers: Vec<TreeFile> = inputs.iter().filter(|f| include_paths::is_header(&f.rel_path)).cloned().collect();
+    let mut out = BTreeMap::new();
+    for unit in inputs.iter().filter(|f| include_paths::is_kernel_unit(&f.rel_path)) {
+        let reach = include_paths::own_headers(&[vec![unit.clone()], headers.clone()].concat(), include_dirs);
+        let first = failed.get(unit.rel_path.as_str()).or_else(|| reach.iter().find_map(|f| failed.get(f.rel_path.as_str())));
+        if let Some(e) = first {
+            out.insert(unit.rel_path.clone(), *e);
+        }
+    }
+    out
+}
+
+/// Whether `e` refuses a construct with no AMD meaning (NVIDIA-only, or a library outside
+/// CUDA), as opposed to one no rule covers yet.
+pub fn is_refusal(e: &TranslateError) -> bool {
+    matches!(e, TranslateError::NvidiaOnly { .. } | TranslateError::NeedsLibrary { .. })
+}
+
 /// As [`translate_tree`], but every file on its own: the output holds the files that
 /// translated, and each file that did not has its error (the corpus report's rows).
 pub fn translate_each(inputs: &[TreeFile], ctx: &KernelContext) -> Result<(KernelOutput, Vec<FileFailure>), TranslateError> {
