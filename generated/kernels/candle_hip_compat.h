@@ -38,6 +38,11 @@
 
 #define CANDLE_HDI __host__ __device__ __forceinline__
 #define CANDLE_DI __device__ __forceinline__
+// CUDA's __grid_constant__ (a kernel parameter that stays in constant memory even when its
+// address is taken): HIP's kernel arguments are read-only already, so it means nothing there
+#ifndef __grid_constant__
+#define __grid_constant__
+#endif
 
 // ===========================================================================
 // 1. bfloat16
@@ -515,6 +520,19 @@ CANDLE_DI unsigned int candle_ballot_w32(int pred) {
 }
 CANDLE_DI int candle_any_w32(int pred) { return candle_ballot_w32(pred) != 0u; }
 CANDLE_DI int candle_all_w32(int pred) { return candle_ballot_w32(!pred) == 0u; }
+
+// __nanosleep(ns): a wait of about ns nanoseconds (a hint in CUDA too). AMD's s_sleep waits
+// 64 x N clocks (N at most 127): at a 1-2 GHz shader clock one step is 32-64 ns.
+CANDLE_DI void candle_nanosleep(unsigned int ns) {
+#if defined(__HIP_PLATFORM_AMD__)
+    // s_sleep takes an immediate: whole steps of 127 groups, then single groups
+    unsigned int groups = ns / 32u;
+    for (; groups >= 127u; groups -= 127u) __builtin_amdgcn_s_sleep(127);
+    for (; groups > 0u; --groups) __builtin_amdgcn_s_sleep(1);
+#else
+    __nanosleep(ns);
+#endif
+}
 
 // Two f16 in a 32-bit register (PTX .f16x2, GCN v_pk_*_f16): lane-wise, rounded to nearest.
 CANDLE_DI __half2 candle_u32_as_half2(uint32_t u) {

@@ -283,6 +283,8 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("__trap", "candle_trap"),
     // the warp's memory barrier: compat, a wavefront-scope fence pair on AMD
     ("__syncwarp", "candle_syncwarp"),
+    // a timed wait: s_sleep on AMD
+    ("__nanosleep", "candle_nanosleep"),
     // nvcuda::wmma collectives (the namespace itself is in QUALIFIED)
     ("load_matrix_sync", "wmma_load_matrix"),
     ("store_matrix_sync", "wmma_store_matrix"),
