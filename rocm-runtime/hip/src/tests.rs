@@ -78,6 +78,15 @@ fn buffer_events_are_made_on_first_record_only() {
 }
 
 #[test]
+fn an_upgraded_pointer_is_the_slice_and_leaks_back() {
+    let stream = fake_stream();
+    let slice: HipSlice<u8> = unsafe { stream.upgrade_device_ptr(0x1000, 256) };
+    assert_eq!((slice.ptr, slice.len), (0x1000, 256));
+    // leaked: the pointer comes back and the drop frees nothing
+    assert_eq!(slice.leak(), 0x1000);
+}
+
+#[test]
 fn launch_config_for_num_elems() {
     let cases = [(0, 0), (1, 1), (1024, 1), (1025, 2), (4096, 4), (u32::MAX, 4_194_304)];
     for (n, blocks) in cases {

@@ -44,6 +44,18 @@ impl HipStream {
         })
     }
 
+    /// cudarc's `upgrade_device_ptr`: an owned slice of `len` elements at `ptr`, freed when
+    /// dropped as an allocation of this stream's would be; [`HipSlice::leak`] hands the
+    /// pointer back instead.
+    ///
+    /// # Safety
+    /// `ptr` must point to at least `len` elements of `T` in this device's memory, and the
+    /// slice must be the memory's only owner (or be leaked).
+    pub unsafe fn upgrade_device_ptr<T>(self: &Arc<Self>, ptr: super::sys::CUdeviceptr, len: usize) -> HipSlice<T> {
+        let tracked = self.ctx.is_event_tracking();
+        HipSlice { ptr, len, read: BufferEvent::new(tracked), write: BufferEvent::new(tracked), stream: self.clone(), marker: PhantomData }
+    }
+
     /// Allocates `len` zeroed elements.
     pub fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(
         self: &Arc<Self>,

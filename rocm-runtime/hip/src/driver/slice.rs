@@ -174,6 +174,11 @@ macro_rules! mut_methods {
 }
 
 impl<T> HipSlice<T> {
+    /// cudarc's `leak`: the device pointer, which this slice no longer frees (its events
+    /// are still waited for and released).
+    pub fn leak(mut self) -> sys::CUdeviceptr {
+        std::mem::replace(&mut self.ptr, 0)
+    }
     common_methods!('_, &);
     mut_methods!();
     pub fn as_view(&self) -> HipView<'_, T> { self.slice(..) }
