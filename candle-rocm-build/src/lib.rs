@@ -46,6 +46,7 @@ use std::time::Instant;
 use hip_build::build_script::{self, write_if_changed};
 use hip_build::{CompileJob, OutputKind};
 use translator::kernels::mapping::{NvccFlag, OWN_UNITS};
+use translator::kernels::include_paths::own_headers;
 use translator::kernels::{is_refusal, translate_each, unit_failures, KernelContext};
 use translator::{TranslateError, TreeFile};
 
@@ -365,7 +366,7 @@ impl Builder {
         }
 
         let start = Instant::now();
-        let ctx = KernelContext::new("a crate's own kernels (candle-rocm-build)");
+        let ctx = KernelContext { include_dirs: tree_include_dirs(), ..KernelContext::new("a crate's own kernels (candle-rocm-build)") };
         let (translated, failures) = translate_each(&inputs, &ctx).map_err(|e| Error::Translate(with_origin(e, &inputs, &origins)))?;
         // a construct no rule covers stops the build; a unit with no AMD meaning (NVIDIA-only, a
         // library outside CUDA) is left out of it, said as a warning naming the construct: code
@@ -373,7 +374,7 @@ impl Builder {
         if let Some(f) = failures.iter().find(|f| !is_refusal(&f.error)) {
             return Err(Error::Translate(with_origin(f.error.clone(), &inputs, &origins)));
         }
-        let refused = unit_failures(&inputs, &failures, &[]);
+        let refused = unit_failures(&inputs, &failures, &tree_include_dirs());
         for (unit, e) in &refused {
             println!("cargo:warning=candle-rocm-build: {unit} left out of the AMD build: {}", with_origin((*e).clone(), &inputs, &origins));
         }
@@ -459,10 +460,11 @@ impl Builder {
                 return Err(Error::Io(format!("{}: a kernel file is a .cu file", kernel.display())));
             }
             files.push((kernel.file_name().unwrap_or_default().to_string_lossy().into_owned(), kernel.clone()));
-            // the kernel's own directory (not below it): its quoted includes sit beside it
+            // the kernel's own directory and below it: its quoted includes sit beside it or
+            // under it (`flashinfer/attention/decode.cuh`)
             let own = kernel.parent().filter(|p| !p.as_os_str().is_empty()).map_or_else(|| PathBuf::from("."), Path::to_path_buf);
             if !dirs.iter().any(|(d, _)| *d == own) {
-                dirs.push((own, false));
+                dirs.push((own, true));
             }
         }
         dirs.extend(self.include_dirs.iter().map(|d| (d.clone(), true)));
@@ -474,13 +476,17 @@ impl Builder {
         if let Some(w) = files.windows(2).find(|w| w[0].0 == w[1].0) {
             return Err(Error::Io(format!("{} and {} would both be {} in the translated tree", w[0].1.display(), w[1].1.display(), w[0].0)));
         }
-        let mut inputs = Vec::new();
-        let mut origins = Vec::new();
+        let mut candidates = Vec::new();
+        let mut paths = std::collections::BTreeMap::new();
         for (rel, path) in files {
             let contents = std::fs::read(&path).map_err(|e| Error::Io(format!("reading {}: {e}", path.display())))?;
-            inputs.push(TreeFile { rel_path: rel, contents });
-            origins.push(path);
+            candidates.push(TreeFile { rel_path: rel.clone(), contents });
+            paths.insert(rel, path);
         }
+        // the kernels and the headers they reach, as hipcc finds them (-I the tree's root);
+        // other headers of those directories (a Metal header, a C++ one) are not this build's
+        let inputs = own_headers(&candidates, &tree_include_dirs());
+        let origins = inputs.iter().map(|f| paths[&f.rel_path].clone()).collect();
         Ok((inputs, origins))
     }
 
@@ -613,6 +619,12 @@ impl Built {
 
 fn same_file(a: &Path, b: &Path) -> bool {
     a == b || a.canonicalize().ok().zip(b.canonicalize().ok()).is_some_and(|(a, b)| a == b)
+}
+
+/// The translated tree's include directories: its root, which hipcc gets as `-I` (the kernels'
+/// directories and the include directories are all rooted there).
+fn tree_include_dirs() -> Vec<String> {
+    vec![String::new()]
 }
 
 /// The headers in `dir` (and below it when `below`), relative to `root`.

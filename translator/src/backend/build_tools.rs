@@ -7,7 +7,10 @@
 //! * the methods of a chain that starts at a builder (its constructor, or a variable bound
 //!   to a chain that does) become candle-rocm-build's ([`BUILD_TOOL_METHODS`]): renamed,
 //!   or taken out and listed (nvcc tuning; CUTLASS, which has no AMD meaning);
-//! * the CUDA libraries of `cargo:rustc-link-lib` lines become ROCm's ([`LINK_LIBRARIES`]).
+//! * the CUDA libraries of `cargo:rustc-link-lib` lines become ROCm's ([`LINK_LIBRARIES`]);
+//! * `feature = "cuda"` in the script's `cfg` attributes becomes `feature = "rocm"`: the ported
+//!   script builds for AMD, so what it did under `cuda` it does under `rocm` (and its
+//!   `not(cuda)` fallback `main` steps aside for it).
 //!
 //! A name or method of the tools that no row covers is an error naming file, line and
 //! construct. Chains that start elsewhere (`Command::new("nvcc").arg(..)`) are left alone.
@@ -237,6 +240,43 @@ impl VisitMut for Port<'_> {
         mac.tokens = self.port_tokens(std::mem::take(&mut mac.tokens));
         visit_mut::visit_macro_mut(self, mac);
     }
+
+    fn visit_attribute_mut(&mut self, attr: &mut syn::Attribute) {
+        if attr.path().is_ident("cfg") || attr.path().is_ident("cfg_attr") {
+            if let syn::Meta::List(list) = &mut attr.meta {
+                let (tokens, n) = cuda_feature_as_rocm(std::mem::take(&mut list.tokens));
+                list.tokens = tokens;
+                self.rewrites += n;
+            }
+        }
+        visit_mut::visit_attribute_mut(self, attr);
+    }
+}
+
+/// `feature = "cuda"` → `feature = "rocm"` anywhere in a cfg predicate; how many.
+fn cuda_feature_as_rocm(tokens: TokenStream) -> (TokenStream, usize) {
+    let mut out = Vec::new();
+    let mut count = 0;
+    for t in tokens {
+        let t = match t {
+            TokenTree::Literal(lit) if lit.to_string() == "\"cuda\"" && matches!(out.as_slice(), [.., TokenTree::Ident(i), TokenTree::Punct(p)] if i == "feature" && p.as_char() == '=') => {
+                count += 1;
+                let mut new = Literal::string("rocm");
+                new.set_span(lit.span());
+                TokenTree::Literal(new)
+            }
+            TokenTree::Group(g) => {
+                let (inner, n) = cuda_feature_as_rocm(g.stream());
+                count += n;
+                let mut new = proc_macro2::Group::new(g.delimiter(), inner);
+                new.set_span(g.span());
+                TokenTree::Group(new)
+            }
+            other => other,
+        };
+        out.push(t);
+    }
+    (out.into_iter().collect(), count)
 }
 
 #[cfg(test)]
@@ -279,6 +319,16 @@ fn main() -> Result<()> {
         let t = port_build_script("build.rs", src).unwrap().text;
         assert!(t.contains("candle_rocm_build::Builder::default()\n        .kernels(vec![\"k.cu\"])\n        .include_dirs(vec![\"inc\"]);"), "{t}");
         assert!(t.contains("b.build_lib(\"libk.a\")"), "{t}");
+    }
+
+    #[test]
+    fn the_scripts_cuda_gates_become_rocm_gates() {
+        // mistral.rs 0.8.1: the CUDA build's main, and a fallback main for builds without a GPU backend
+        let src = "#[cfg(all(feature = \"cuda\", target_family = \"unix\"))]\nfn main() { cudaforge::KernelBuilder::new().source_glob(\"k/*.cu\").build_lib(\"l.a\").unwrap(); }\n                   #[cfg(not(any(all(feature = \"cuda\", target_family = \"unix\"), feature = \"metal\")))]\nfn main() {}\n";
+        let out = port_build_script("build.rs", src).unwrap().text;
+        assert!(out.contains("#[cfg(all(feature = \"rocm\", target_family = \"unix\"))]"), "{out}");
+        assert!(out.contains("#[cfg(not(any(all(feature = \"rocm\", target_family = \"unix\"), feature = \"metal\")))]"), "{out}");
+        assert!(!out.contains("\"cuda\""), "{out}");
     }
 
     #[test]
