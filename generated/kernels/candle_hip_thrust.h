@@ -130,17 +130,3 @@ OutPtr inclusive_scan(const stream_policy& policy, InPtr first, InPtr last, OutP
 }
 
 }  // namespace candle_thrust
-
-// Everything else of the library (iterators, algorithms) is rocThrust's, where the release
-// has it (ROCm >= 6): a name candle_thrust does not declare itself is looked up in thrust.
-#if defined(__HIP_PLATFORM_AMD__) && defined(__has_include)
-#if __has_include(<thrust/version.h>)
-#include <thrust/device_ptr.h>
-#include <thrust/execution_policy.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-namespace candle_thrust {
-using namespace ::thrust;
-}  // namespace candle_thrust
-#endif
-#endif

@@ -49,7 +49,7 @@ pub const INCLUDES: &[(&str, Option<&str>)] = &[
 pub const INCLUDE_DIRECTORIES: &[(&str, &str)] = &[
     ("cub/", "candle_hip_cub.h"),
     ("hipcub/", "candle_hip_cub.h"),
-    ("thrust/", "candle_hip_thrust.h"),
+    ("thrust/", "candle_hip_rocthrust.h"),
 ];
 
 /// Headers with no AMD meaning (a name ending in `/` is a directory: every header in it):
@@ -122,6 +122,7 @@ pub const COMPAT_HEADERS: &[(&str, &str)] = &[
     ("candle_fp_convert.h", include_str!("../../compat/candle_fp_convert.h")),
     ("candle_hip_wmma.h", include_str!("../../compat/candle_hip_wmma.h")),
     ("candle_hip_thrust.h", include_str!("../../compat/candle_hip_thrust.h")),
+    ("candle_hip_rocthrust.h", include_str!("../../compat/candle_hip_rocthrust.h")),
     ("candle_hip_cub.h", include_str!("../../compat/candle_hip_cub.h")),
     ("candle_hip_overloads.h", include_str!("../../compat/candle_hip_overloads.h")),
     ("candle_elementwise.h", include_str!("../../compat/candle_elementwise.h")),

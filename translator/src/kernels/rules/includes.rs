@@ -91,7 +91,7 @@ mod tests {
     #[test]
     fn library_directories_map_to_their_compat_header() {
         let (out, n) = run_with(apply, "#include <cub/block/block_load.cuh>\n#include <thrust/iterator/counting_iterator.h>\n", &facts()).unwrap();
-        assert_eq!(out, "#include \"candle_hip_cub.h\"\n#include \"candle_hip_thrust.h\"\n");
+        assert_eq!(out, "#include \"candle_hip_cub.h\"\n#include \"candle_hip_rocthrust.h\"\n");
         assert_eq!(n, 2);
     }
 
