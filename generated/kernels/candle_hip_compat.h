@@ -493,9 +493,8 @@ CANDLE_DI unsigned int candle_lane_id() {
 #if defined(__HIP_PLATFORM_AMD__)
     return __lane_id() & 31u;
 #else
-    unsigned int lane;
-    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-    return lane;
+    // warps are made of consecutive linear thread indices of the block
+    return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u;
 #endif
 }
 

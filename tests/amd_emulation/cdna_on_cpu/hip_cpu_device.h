@@ -446,6 +446,7 @@ inline __half2 __hmul2(__half2 a, __half2 b) { return a * b; }
 // named by compat helpers no emulated kernel calls (candle_f16x2_fma, candle_syncwarp)
 inline __half2 __hfma2(__half2 a, __half2 b, __half2 c) { return a * b + c; }
 inline void __syncwarp(unsigned int = 0xffffffffu) {}
+inline void __nanosleep(unsigned int) {}
 inline __half2 make_half2(__half x, __half y) { return {x, y}; }
 inline __half2 __halves2half2(__half x, __half y) { return {x, y}; }
 inline __half2 __floats2half2_rn(float x, float y) { return {__half(x), __half(y)}; }
