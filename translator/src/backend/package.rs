@@ -62,6 +62,7 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
     let mut new_deps: Vec<(String, &str)> = Vec::new();
     let build_deps: Vec<String> = table.get("build-dependencies").and_then(|d| d.as_table()).map(|d| d.keys().cloned().collect()).unwrap_or_default();
 
+    let dependencies = table_dependencies(manifest);
     if let Some(features) = table.get_mut("features").and_then(|f| f.as_table_mut()) {
         let originals: Vec<(String, toml::Value)> = features.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         for (name, value) in originals {
@@ -90,9 +91,9 @@ pub fn mirror_manifest(file: &str, label: &str, manifest: &str, paths: &PackageP
                     continue;
                 } else if is_cuda_feature(v) && features_contains(&table_features(manifest), v) {
                     twin_feature(v)
-                } else if let Some(twin) = twinned_dependency_feature(&table_dependencies(manifest), paths, v) {
+                } else if let Some(twin) = twinned_dependency_feature(&dependencies, paths, v) {
                     twin
-                } else if let Some(package) = untwinned_dependency(&table_dependencies(manifest), paths, v) {
+                } else if let Some(package) = untwinned_dependency(&dependencies, paths, v) {
                     // `mistralrs-quant/cuda` of a crate with no ROCm twin here: left out, said why
                     gaps.push(Gap::new(file, line, &format!("feature `{name}` = \"{v}\""), v, &format!("{package} has no ROCm twin here (not a Candle package, not ported beside this one): its CUDA feature is left out of `{twin_name}`")));
                     continue;
