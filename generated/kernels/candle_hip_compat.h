@@ -520,6 +520,44 @@ CANDLE_DI unsigned int candle_ballot_w32(int pred) {
 CANDLE_DI int candle_any_w32(int pred) { return candle_ballot_w32(pred) != 0u; }
 CANDLE_DI int candle_all_w32(int pred) { return candle_ballot_w32(!pred) == 0u; }
 
+// __activemask(): the active lanes of the thread's logical 32-lane warp, bit i for lane i
+// (on wave64 the half of the EXEC mask the lane sits in).
+CANDLE_DI unsigned int candle_activemask_w32() {
+#if defined(__HIP_PLATFORM_AMD__)
+    return (unsigned int)(__builtin_amdgcn_read_exec() >> (__lane_id() & ~31u));
+#else
+    return __activemask();
+#endif
+}
+
+// __match_any_sync / __match_all_sync with a full mask: the lanes of the logical warp whose
+// value has the same bits as this lane's (PTX match.sync compares bits: -0.0f and 0.0f
+// differ, a NaN matches its own bits). 32 shuffles: exact on wave32 and wave64.
+CANDLE_DI unsigned int candle_match_lanes(unsigned int bits) {
+    unsigned int same = 0u;
+#pragma unroll
+    for (int lane = 0; lane < 32; ++lane) same |= ((unsigned int)__shfl((int)bits, lane, 32) == bits) ? (1u << lane) : 0u;
+    return same;
+}
+CANDLE_DI unsigned int candle_match_lanes(unsigned long long bits) {
+    unsigned int same = 0u;
+#pragma unroll
+    for (int lane = 0; lane < 32; ++lane) same |= ((unsigned long long)__shfl((long long)bits, lane, 32) == bits) ? (1u << lane) : 0u;
+    return same;
+}
+template <typename T> CANDLE_DI unsigned int candle_match_any_w32(T value) {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "__match_any_sync takes 32- and 64-bit values");
+    typedef typename std::conditional<sizeof(T) == 4, unsigned int, unsigned long long>::type bits_t;
+    bits_t bits;
+    __builtin_memcpy(&bits, &value, sizeof(T));
+    return candle_match_lanes(bits);
+}
+template <typename T> CANDLE_DI unsigned int candle_match_all_w32(T value, int *pred) {
+    const bool all = candle_match_any_w32(value) == 0xffffffffu;
+    *pred = all;
+    return all ? 0xffffffffu : 0u;
+}
+
 // __nanosleep(ns): a wait of about ns nanoseconds (a hint in CUDA too). AMD's s_sleep waits
 // 64 x N clocks (N at most 127): at a 1-2 GHz shader clock one step is 32-64 ns.
 CANDLE_DI void candle_nanosleep(unsigned int ns) {

@@ -165,6 +165,16 @@ extern "C" __global__ void cc_shfl(const __half* h, const candle_bf16* b, const 
     uo[t] = candle_shfl_xor(u[t], 4, 32) + candle_shfl_up(u[t], 2u, 32);
 }
 
+// Votes, matches and the active mask over the logical 32-lane warp.
+extern "C" __global__ void cc_votes(const int* i, const float* f, const long long* l, const double* d, unsigned* o) {
+    const int t = threadIdx.x;
+    int same = 0;
+    o[t] = candle_ballot_w32(i[t] & 1) + candle_any_w32(i[t]) + candle_all_w32(i[t]) + candle_activemask_w32() +
+           candle_match_any_w32(i[t]) + candle_match_any_w32(f[t]) + candle_match_any_w32(l[t]) + candle_match_any_w32(d[t]) +
+           candle_match_all_w32((unsigned)i[t], &same) + (unsigned)same + candle_lane_id();
+    candle_syncwarp();
+}
+
 // The host/device parts also work in host code.
 __host__ float cc_host(float x, double d, int i) {
     candle_bf16 a = x, b = d, c = i;

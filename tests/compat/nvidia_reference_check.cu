@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #define CK(x)                                                                   \
@@ -264,6 +265,65 @@ static uint64_t rnd() {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
+}
+
+// 9. The logical warp's vocabulary: the compat votes, matches, reductions and lane id (their
+// non-AMD branches: the same shuffles an AMD build runs, over a 32-lane logical warp) beside
+// NVIDIA's own intrinsics, in one kernel, on a 2-D block (the lane id's linearisation).
+// Each thread writes WARP_PAIRS (ours, NVIDIA's) pairs.
+#define WARP_PAIRS 13
+__global__ void k_warp(const uint32_t* in, uint32_t* out) {
+    const unsigned tid = threadIdx.x + blockDim.x * threadIdx.y;
+    const size_t g = (size_t)blockIdx.x * (blockDim.x * blockDim.y) + tid;
+    const uint32_t v = in[g];
+    uint32_t* o = out + g * 2 * WARP_PAIRS;
+    unsigned laneid;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(laneid));
+    int k = 0;
+#define PAIR(ours, nv)                 \
+    do {                               \
+        o[k++] = (uint32_t)(ours);     \
+        o[k++] = (uint32_t)(nv);       \
+    } while (0)
+    PAIR(candle_lane_id(), laneid);
+    const int p = v & 1;
+    PAIR(candle_ballot_w32(p), __ballot_sync(~0u, p));
+    const int q = (v & 0x3f) != 0; // mostly true, so __all_sync is sometimes true
+    PAIR(candle_any_w32(!q), __any_sync(~0u, !q));
+    PAIR(candle_all_w32(q), __all_sync(~0u, q));
+    const int key = (int)(v % 5u) - 2;
+    PAIR(candle_match_any_w32(key), __match_any_sync(~0u, key));
+    const float fk = (float)((v >> 3) % 3u) * (((v >> 7) & 1u) ? -1.0f : 1.0f); // 0.0f and -0.0f differ
+    PAIR(candle_match_any_w32(fk), __match_any_sync(~0u, fk));
+    const unsigned long long lk = ((unsigned long long)((v >> 9) % 3u) << 40) | ((v >> 11) & 1u);
+    PAIR(candle_match_any_w32(lk), __match_any_sync(~0u, lk));
+    const double dk = (double)((v >> 12) % 2u);
+    PAIR(candle_match_any_w32(dk), __match_any_sync(~0u, dk));
+    // a warp's key is uniform when bit 31 of its lane 0's value is set
+    const unsigned mk = (__shfl_sync(~0u, v, 0) >> 31) ? 7u : (v >> 13) % 2u;
+    int p_ours = -1, p_nv = -1;
+    const unsigned m_ours = candle_match_all_w32(mk, &p_ours);
+    const unsigned m_nv = __match_all_sync(~0u, mk, &p_nv);
+    PAIR(m_ours, m_nv);
+    PAIR(p_ours, p_nv);
+    PAIR(candle_reduce_add_w32(v >> 8), __reduce_add_sync(~0u, v >> 8));
+    PAIR(candle_reduce_max_w32(v), __reduce_max_sync(~0u, v));
+    PAIR(candle_reduce_min_w32((int)v), __reduce_min_sync(~0u, (int)v));
+#undef PAIR
+}
+
+// PTX lop3.b32 for every truth table (an immediate operand: one instantiation per table)
+template <int LUT> __device__ void lop3_one(uint32_t a, uint32_t b, uint32_t c, uint32_t* out) {
+    uint32_t r;
+    asm("lop3.b32 %0, %1, %2, %3, %4;" : "=r"(r) : "r"(a), "r"(b), "r"(c), "n"(LUT));
+    out[LUT] = r;
+}
+template <int... LUT> __device__ void lop3_all(uint32_t a, uint32_t b, uint32_t c, uint32_t* out, std::integer_sequence<int, LUT...>) {
+    (lop3_one<LUT>(a, b, c, out), ...);
+}
+__global__ void k_lop3(const uint32_t* abc, uint64_t n, uint32_t* out /* 256 per triple */) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+        lop3_all(abc[3 * i], abc[3 * i + 1], abc[3 * i + 2], out + 256 * i, std::make_integer_sequence<int, 256>{});
 }
 
 int main() {
@@ -580,6 +640,47 @@ int main() {
                    candle_vcmpne4(a, b) == ho[5 * i + 4]; },
             [&](uint64_t i) { std::printf("  a=%08x b=%08x c=%08x nvidia %08x %08x %08x %08x %08x\n", habc[3 * i], habc[3 * i + 1], habc[3 * i + 2], ho[5 * i], ho[5 * i + 1], ho[5 * i + 2], ho[5 * i + 3], ho[5 * i + 4]); }));
         CK(cudaFree(dabc)); CK(cudaFree(dout));
+    }
+    // 9. The logical warp's vocabulary, and lop3.
+    {
+        const unsigned blocks = 4096, threads = 128; // a 16 x 8 block: four warps
+        const uint64_t n = (uint64_t)blocks * threads;
+        std::vector<uint32_t> hin(n);
+        for (auto& v : hin) v = (uint32_t)rnd();
+        uint32_t *din, *dout;
+        CK(cudaMalloc(&din, 4 * n)); CK(cudaMalloc(&dout, 4 * n * 2 * WARP_PAIRS));
+        CK(cudaMemcpy(din, hin.data(), 4 * n, cudaMemcpyHostToDevice));
+        k_warp<<<blocks, dim3(16, 8)>>>(din, dout);
+        CK(cudaGetLastError());
+        std::vector<uint32_t> ho(n * 2 * WARP_PAIRS);
+        CK(cudaMemcpy(ho.data(), dout, 4 * n * 2 * WARP_PAIRS, cudaMemcpyDeviceToHost));
+        static const char* names[WARP_PAIRS] = {"lane id", "ballot", "any", "all", "match_any int", "match_any float",
+            "match_any u64", "match_any double", "match_all", "match_all pred", "reduce_add", "reduce_max", "reduce_min"};
+        result("votes, matches, reductions, lane id", n * WARP_PAIRS, par_count(n, [&](uint64_t i) {
+            for (int f = 0; f < WARP_PAIRS; ++f) if (ho[(i * WARP_PAIRS + f) * 2] != ho[(i * WARP_PAIRS + f) * 2 + 1]) return false;
+            return true; },
+            [&](uint64_t i) {
+                for (int f = 0; f < WARP_PAIRS; ++f) if (ho[(i * WARP_PAIRS + f) * 2] != ho[(i * WARP_PAIRS + f) * 2 + 1])
+                    std::printf("  thread %llu %s: ours %08x nvidia %08x\n", (unsigned long long)i, names[f], ho[(i * WARP_PAIRS + f) * 2], ho[(i * WARP_PAIRS + f) * 2 + 1]);
+            }));
+        CK(cudaFree(din)); CK(cudaFree(dout));
+
+        const uint64_t t = 1ull << 16;
+        std::vector<uint32_t> habc(3 * t);
+        for (auto& v : habc) v = (uint32_t)rnd();
+        uint32_t *dabc, *dl;
+        CK(cudaMalloc(&dabc, 12 * t)); CK(cudaMalloc(&dl, 4 * 256 * t));
+        CK(cudaMemcpy(dabc, habc.data(), 12 * t, cudaMemcpyHostToDevice));
+        k_lop3<<<grid, block>>>(dabc, t, dl);
+        CK(cudaGetLastError());
+        std::vector<uint32_t> hl(256 * t);
+        CK(cudaMemcpy(hl.data(), dl, 4 * 256 * t, cudaMemcpyDeviceToHost));
+        result("lop3.b32, every truth table", 256 * t, par_count(t, [&](uint64_t i) {
+            for (uint32_t lut = 0; lut < 256; ++lut)
+                if (candle_lop3(habc[3 * i], habc[3 * i + 1], habc[3 * i + 2], lut) != hl[256 * i + lut]) return false;
+            return true; },
+            [&](uint64_t i) { std::printf("  a=%08x b=%08x c=%08x\n", habc[3 * i], habc[3 * i + 1], habc[3 * i + 2]); }));
+        CK(cudaFree(dabc)); CK(cudaFree(dl));
     }
     if (g_bad) std::printf("FAILED: %d exact group(s) differ\n", g_bad);
     else std::printf("all exact groups identical\n");

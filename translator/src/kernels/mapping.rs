@@ -284,6 +284,7 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("__trap", "candle_trap"),
     // the warp's memory barrier: compat, a wavefront-scope fence pair on AMD
     ("__syncwarp", "candle_syncwarp"),
+    ("__activemask", "candle_activemask_w32"),
     // a timed wait: s_sleep on AMD
     ("__nanosleep", "candle_nanosleep"),
     // nvcuda::wmma collectives (the namespace itself is in QUALIFIED)
@@ -686,23 +687,35 @@ pub const ASM_NVIDIA_ONLY: &[(&str, &str)] = &[
     ("setmaxnreg", "sm_90 register reallocation between warpgroups"),
 ];
 
-/// Warp-synchronous intrinsics: CUDA name → (compat name, whether a width
-/// argument exists). The compat shuffles forward to HIP's `__shfl*` and add
-/// the 16-bit float overloads HIP lacks.
+/// The arguments a warp-synchronous intrinsic takes after its mask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarpArgs {
+    /// A value and a lane (or delta), then an optional width, which the
+    /// translation always spells out.
+    Width,
+    /// Exactly this many.
+    Exactly(usize),
+}
+
+/// Warp-synchronous intrinsics: CUDA name → (compat name, the arguments after
+/// the mask). The compat shuffles forward to HIP's `__shfl*` and add the 16-bit
+/// float overloads HIP lacks; votes and matches work over the logical warp.
 /// CUDA's default width is 32; HIP's is the wavefront size (64 on CDNA), so
 /// the translation always spells the width out: a logical warp is 32 lanes
 /// on every AMD arch, and results are the same on wave32 and wave64.
-pub const WARP_SYNC_INTRINSICS: &[(&str, &str, bool)] = &[
-    ("__shfl_sync", "candle_shfl", true),
-    ("__shfl_xor_sync", "candle_shfl_xor", true),
-    ("__shfl_up_sync", "candle_shfl_up", true),
-    ("__shfl_down_sync", "candle_shfl_down", true),
-    ("__reduce_add_sync", "candle_reduce_add_w32", false),
-    ("__reduce_max_sync", "candle_reduce_max_w32", false),
-    ("__reduce_min_sync", "candle_reduce_min_w32", false),
-    ("__ballot_sync", "candle_ballot_w32", false),
-    ("__any_sync", "candle_any_w32", false),
-    ("__all_sync", "candle_all_w32", false),
+pub const WARP_SYNC_INTRINSICS: &[(&str, &str, WarpArgs)] = &[
+    ("__shfl_sync", "candle_shfl", WarpArgs::Width),
+    ("__shfl_xor_sync", "candle_shfl_xor", WarpArgs::Width),
+    ("__shfl_up_sync", "candle_shfl_up", WarpArgs::Width),
+    ("__shfl_down_sync", "candle_shfl_down", WarpArgs::Width),
+    ("__reduce_add_sync", "candle_reduce_add_w32", WarpArgs::Exactly(1)),
+    ("__reduce_max_sync", "candle_reduce_max_w32", WarpArgs::Exactly(1)),
+    ("__reduce_min_sync", "candle_reduce_min_w32", WarpArgs::Exactly(1)),
+    ("__ballot_sync", "candle_ballot_w32", WarpArgs::Exactly(1)),
+    ("__any_sync", "candle_any_w32", WarpArgs::Exactly(1)),
+    ("__all_sync", "candle_all_w32", WarpArgs::Exactly(1)),
+    ("__match_any_sync", "candle_match_any_w32", WarpArgs::Exactly(1)),
+    ("__match_all_sync", "candle_match_all_w32", WarpArgs::Exactly(2)),
 ];
 
 /// The width a CUDA warp has: the implicit shuffle width made explicit.
@@ -740,7 +753,7 @@ pub const HIPIFY_CASTS: &[(&str, usize)] = &[("candle_func_set_attribute", 0)];
 /// Identifiers that must not survive translation outside comments and
 /// strings (exact names).
 pub const FORBIDDEN_IDENTIFIERS: &[&str] = &[
-    "asm", "__asm", "__asm__", "nvcuda", "thrust", "cub", "__trap", "__syncwarp", "__activemask", "__dp4a", "__dp2a_lo", "__dp2a_hi",
+    "asm", "__asm", "__asm__", "nvcuda", "thrust", "cub", "__trap", "__syncwarp", "__activemask", "__match_any_sync", "__match_all_sync", "__dp4a", "__dp2a_lo", "__dp2a_hi",
     "CUDA_VERSION", "CUDART_VERSION", "__CUDA_ARCH__", "__CUDA_ARCH_LIST__", "__CUDACC__", "__NVCC__",
 ];
 

@@ -38,8 +38,8 @@ pub fn render() -> String {
     for (from, to) in CALL_RENAMES {
         s.push_str(&format!("| `{from}(...)` | `{to}(...)`: HIP's overloads plus the ones HIP lacks |\n"));
     }
-    for (from, to, width) in WARP_SYNC_INTRINSICS {
-        let how = if *width { ", the width spelled out (a logical warp is 32 lanes on wave32 and wave64)" } else { " over the logical 32-lane warp" };
+    for (from, to, takes) in WARP_SYNC_INTRINSICS {
+        let how = if *takes == WarpArgs::Width { ", the width spelled out (a logical warp is 32 lanes on wave32 and wave64)" } else { " over the logical 32-lane warp" };
         s.push_str(&format!("| `{from}(full mask, ...)` | `{to}(...)`{how}; a partial mask is refused |\n"));
     }
 
@@ -88,7 +88,8 @@ pub fn render() -> String {
          | family | evidence |\n|---|---|\n\
          | bf16, fp8 e4m3 and e5m2 conversions (`__nv_cvt_float_to_fp8` in its four modes, `__nv_cvt_fp8_to_halfraw`), integer SIMD | the compat functions against an exact oracle on the CPU (`tests/compat/fp_convert_test.cpp`, CI) and bit for bit against CUDA 13 on an NVIDIA H200 (`tests/compat/nvidia_reference_check.cu`: every float in each of the four modes, 0 mismatches; all 256 codes of each decode) |\n\
          | shuffles and reductions over the logical warp | Candle's kernels on the H100 (hip-on-cuda) and in the CPU wave64 emulation |\n\
-         | votes (`__ballot_sync`, `__any_sync`, `__all_sync`), `__syncwarp`, lane id, f16x2 asm rows, approximate-math asm rows | compiled with HIP 5.2.3 and ROCm 7.2 (mistral.rs's kernels in the corpus); not run |\n\
+         | votes (`__ballot_sync`, `__any_sync`, `__all_sync`), matches (`__match_any_sync` on 32- and 64-bit ints and floats, `__match_all_sync`), `__reduce_*_sync`, lane id (`%laneid`), `lop3.b32` | the compat functions' shuffle code beside NVIDIA's own intrinsics on an NVIDIA H200 (`tests/compat/nvidia_reference_check.cu`, group 9: 4096 blocks of 16 x 8 threads, 6,815,744 results, 0 mismatches; `lop3.b32` for all 256 truth tables on 65,536 random triples, 0 mismatches). Their AMD branches (`__lane_id`, the EXEC mask) compiled with HIP 5.2.3 and ROCm 7.2, not run |\n\
+         | `__activemask`, `__syncwarp`, f16x2 asm rows, approximate-math asm rows | compiled with HIP 5.2.3 and ROCm 7.2 (mistral.rs's kernels in the corpus); not run (on NVIDIA they are CUDA's own) |\n\
          | the runtime API renames | compiled (corpus); HIP's own functions |\n",
     );
     s

@@ -9,7 +9,7 @@
 
 use super::tokens::{matching_paren, next_significant, split_args, text_of, tokens_from};
 use super::{TreeFacts, Unit};
-use crate::kernels::mapping::{LOGICAL_WARP_WIDTH, WARP_SYNC_INTRINSICS};
+use crate::kernels::mapping::{WarpArgs, LOGICAL_WARP_WIDTH, WARP_SYNC_INTRINSICS};
 use crate::lexer::{line_views, Token, TokenKind};
 use crate::TranslateError;
 
@@ -18,7 +18,7 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
     let mut i = 0;
     while i < unit.tokens.len() {
         let t = &unit.tokens[i];
-        let Some(&(cuda, hip, has_width)) = WARP_SYNC_INTRINSICS.iter().find(|(c, _, _)| t.kind == TokenKind::Ident && t.text == *c) else {
+        let Some(&(cuda, hip, takes)) = WARP_SYNC_INTRINSICS.iter().find(|(c, _, _)| t.kind == TokenKind::Ident && t.text == *c) else {
             i += 1;
             continue;
         };
@@ -32,11 +32,14 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
             return Err(TranslateError::unsupported(&unit.path, at, format!("{cuda}({mask}, ...)"), "partial warp masks have no HIP equivalent"));
         }
         let mut new_args = rest.to_vec();
-        let expected = if has_width { 2..=3 } else { 1..=1 };
+        let expected = match takes {
+            WarpArgs::Width => 2..=3,
+            WarpArgs::Exactly(n) => n..=n,
+        };
         if !expected.contains(&new_args.len()) {
             return Err(fail("unexpected number of arguments"));
         }
-        if has_width && new_args.len() == 2 {
+        if takes == WarpArgs::Width && new_args.len() == 2 {
             new_args.push(LOGICAL_WARP_WIDTH.to_string());
         }
         let replacement = tokens_from(&format!("{hip}({})", new_args.join(", ")), at);
@@ -141,6 +144,27 @@ mod tests {
         // a name defined as a partial mask is partial
         let err = run(apply, "#define HALF 0xffff\n__shfl_sync(HALF, v, 0);\n").unwrap_err();
         assert!(err.to_string().contains("partial warp masks"), "{err}");
+    }
+
+    /// Every row of the table, with the arguments it takes.
+    #[test]
+    fn every_row_translates() {
+        for &(cuda, hip, takes) in WARP_SYNC_INTRINSICS {
+            let (args, expected) = match takes {
+                WarpArgs::Width => ("v, 1".to_string(), "v, 1, 32".to_string()),
+                WarpArgs::Exactly(n) => {
+                    let a = (0..n).map(|i| format!("a{i}")).collect::<Vec<_>>().join(", ");
+                    (a.clone(), a)
+                }
+            };
+            let (out, n) = run(apply, &format!("r = {cuda}(0xffffffff, {args});\n")).unwrap();
+            assert_eq!(out, format!("r = {hip}({expected});\n"), "{cuda}");
+            assert_eq!(n, 1);
+        }
+        let (out, _) = run(apply, "m = __match_all_sync(~0u, key, &same);\n").unwrap();
+        assert_eq!(out, "m = candle_match_all_w32(key, &same);\n");
+        let err = run(apply, "m = __match_all_sync(~0u, key);\n").unwrap_err();
+        assert!(err.to_string().contains("__match_all_sync") && err.to_string().contains("number of arguments"), "{err}");
     }
 
     #[test]
