@@ -68,9 +68,9 @@ fn checkout(dir: &Path, kernels: &[(&str, &str)]) -> std::path::PathBuf {
 fn a_cu_with_an_unmappable_construct_names_it_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let out = existing_out(dir.path());
-    let src = checkout(dir.path(), &[("ok.cu", "extern \"C\" __global__ void k() {}\n"), ("vote.cu", "__device__ int v(int p) {\n  return __match_any_sync(0xffffffff, p);\n}\n")]);
+    let src = checkout(dir.path(), &[("ok.cu", "extern \"C\" __global__ void k() {}\n"), ("vote.cu", "__device__ int v(int p) {\n  return __dp2a_lo(p, p, 0);\n}\n")]);
     let err = stderr_line(&xtask(&["regen", "--candle-src", src.to_str().unwrap(), "--out", out.to_str().unwrap()], &[]));
-    assert_eq!(err.trim(), "error: translation failed: vote.cu:2: __match_any_sync: CUDA-only construct that no rule translates (add a mapping or rule in translator/src/kernels)");
+    assert_eq!(err.trim(), "error: translation failed: vote.cu:2: __dp2a_lo: CUDA-only construct that no rule translates (add a mapping or rule in translator/src/kernels)");
     assert_untouched(&out);
 }
 
