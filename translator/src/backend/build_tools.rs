@@ -14,10 +14,19 @@
 //!
 //! A name or method of the tools that no row covers is an error naming file, line and
 //! construct. Chains that start elsewhere (`Command::new("nvcc").arg(..)`) are left alone.
+//!
+//! Rule `toolkit-probes`: a function of the script that runs nvcc (`Command::new("nvcc")`)
+//! asks the CUDA toolkit something, most often its version, which the script turns into
+//! cfgs (`feature = "cuda-12080"`). An AMD build has no CUDA toolkit: each `let` that binds
+//! such a call, and every statement after it in the block that reads what it bound, are
+//! taken out and listed, so what the script derived from the answer stays unset, as on a
+//! toolkit older than every version it knows. A probe called any other way is listed for a
+//! hand port.
 
 use std::collections::BTreeSet;
 
 use proc_macro2::{Literal, TokenStream, TokenTree};
+use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 
@@ -35,6 +44,8 @@ pub struct PortedScript {
     pub text: String,
     /// Names, methods and link lines rewritten.
     pub rewrites: usize,
+    /// Statements rule `toolkit-probes` took out.
+    pub probe_statements: usize,
     /// Calls taken out, each with why.
     pub gaps: Vec<Gap>,
 }
@@ -42,12 +53,20 @@ pub struct PortedScript {
 /// Ports `source` (a build script, named `file` in errors and gaps).
 pub fn port_build_script(file: &str, source: &str) -> Result<PortedScript, TranslateError> {
     let mut parsed = parse(file, source)?;
-    let mut port = Port { file, builder_types: BTreeSet::new(), builder_vars: BTreeSet::new(), rewrites: 0, gaps: Vec::new(), error: None };
+    let probes = toolkit_probes(&parsed);
+    let mut dropper = ProbeDropper { file, probes: &probes, gaps: Vec::new() };
+    dropper.visit_file_mut(&mut parsed);
+    let probe_statements = dropper.gaps.len();
+    // probes no call is left of: they never run in the AMD build
+    let mut calls = CallCounter { probes: &probes, called: BTreeSet::new() };
+    syn::visit::Visit::visit_file(&mut calls, &parsed);
+    let silent_probes = probes.difference(&calls.called).cloned().collect();
+    let mut port = Port { file, builder_types: BTreeSet::new(), builder_vars: BTreeSet::new(), rewrites: 0, gaps: dropper.gaps, error: None, silent_probes, current_fn: None };
     port.visit_file_mut(&mut parsed);
     if let Some(e) = port.error {
         return Err(e);
     }
-    Ok(PortedScript { text: print(&mut parsed), rewrites: port.rewrites, gaps: port.gaps })
+    Ok(PortedScript { text: print(&mut parsed), rewrites: port.rewrites, probe_statements, gaps: port.gaps })
 }
 
 fn is_tool(ident: &str) -> bool {
@@ -67,6 +86,144 @@ struct Port<'a> {
     rewrites: usize,
     gaps: Vec<Gap>,
     error: Option<TranslateError>,
+    /// Toolkit probes that are never called in the ported script (rule `toolkit-probes`).
+    silent_probes: BTreeSet<String>,
+    /// The function being visited.
+    current_fn: Option<String>,
+}
+
+/// Whether `call` is `Command::new("nvcc")` (any path to `Command`, any path to nvcc).
+fn runs_nvcc(call: &syn::ExprCall) -> bool {
+    matches!(&*call.func, syn::Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "new") && p.path.segments.iter().any(|s| s.ident == "Command"))
+        && matches!(call.args.first(), Some(syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) if s.value().rsplit('/').next() == Some("nvcc"))
+}
+
+/// The script's functions that run nvcc (rule `toolkit-probes`).
+fn toolkit_probes(file: &syn::File) -> BTreeSet<String> {
+    struct RunsNvcc(bool);
+    impl<'ast> syn::visit::Visit<'ast> for RunsNvcc {
+        fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
+            self.0 |= runs_nvcc(call);
+            syn::visit::visit_expr_call(self, call);
+        }
+    }
+    let mut probes = BTreeSet::new();
+    for item in &file.items {
+        if let syn::Item::Fn(f) = item {
+            let mut v = RunsNvcc(false);
+            syn::visit::Visit::visit_block(&mut v, &f.block);
+            if v.0 && f.sig.ident != "main" {
+                probes.insert(f.sig.ident.to_string());
+            }
+        }
+    }
+    probes
+}
+
+/// The probe a call expression calls, if any (`probe()`, `self::probe()`).
+fn probe_called<'a>(expr: &syn::Expr, probes: &'a BTreeSet<String>) -> Option<&'a String> {
+    let syn::Expr::Call(call) = expr else { return None };
+    let syn::Expr::Path(p) = &*call.func else { return None };
+    let name = p.path.segments.last()?.ident.to_string();
+    probes.get(&name)
+}
+
+/// The names a pattern binds.
+fn bound_names(pat: &syn::Pat, out: &mut BTreeSet<String>) {
+    match pat {
+        syn::Pat::Ident(i) => {
+            out.insert(i.ident.to_string());
+        }
+        syn::Pat::Tuple(t) => t.elems.iter().for_each(|p| bound_names(p, out)),
+        syn::Pat::TupleStruct(t) => t.elems.iter().for_each(|p| bound_names(p, out)),
+        syn::Pat::Type(t) => bound_names(&t.pat, out),
+        syn::Pat::Reference(r) => bound_names(&r.pat, out),
+        syn::Pat::Slice(s) => s.elems.iter().for_each(|p| bound_names(p, out)),
+        syn::Pat::Struct(s) => s.fields.iter().for_each(|f| bound_names(&f.pat, out)),
+        _ => {}
+    }
+}
+
+/// Whether `tokens` name one of `names` (macro arguments and format strings included:
+/// `println!("{major}")` reads `major`).
+fn reads_any(tokens: TokenStream, names: &BTreeSet<String>) -> bool {
+    tokens.into_iter().any(|t| match t {
+        TokenTree::Ident(i) => names.contains(&i.to_string()),
+        TokenTree::Group(g) => reads_any(g.stream(), names),
+        TokenTree::Literal(l) => {
+            let text = l.to_string();
+            names.iter().any(|n| text.contains(&format!("{{{n}}}")) || text.contains(&format!("{{{n}:")))
+        }
+        _ => false,
+    })
+}
+
+/// Takes out each `let` bound to a probe's call and the statements after it that read it.
+struct ProbeDropper<'a> {
+    file: &'a str,
+    probes: &'a BTreeSet<String>,
+    gaps: Vec<Gap>,
+}
+
+impl VisitMut for ProbeDropper<'_> {
+    fn visit_block_mut(&mut self, block: &mut syn::Block) {
+        let mut tainted = BTreeSet::new();
+        let mut kept = Vec::new();
+        for stmt in std::mem::take(&mut block.stmts) {
+            let line = stmt.span().start().line as u32;
+            if let syn::Stmt::Local(local) = &stmt {
+                if let Some(probe) = local.init.as_ref().and_then(|i| probe_called(&i.expr, self.probes)) {
+                    bound_names(&local.pat, &mut tainted);
+                    self.gaps.push(Gap::new(self.file, line, &describe(&stmt), "dropped", &format!("`{probe}` runs nvcc to ask the CUDA toolkit; an AMD build has none, so what the script derives from the answer stays unset (rule toolkit-probes)")));
+                    continue;
+                }
+            }
+            if !tainted.is_empty() && reads_any(stmt.to_token_stream(), &tainted) {
+                if let syn::Stmt::Local(local) = &stmt {
+                    bound_names(&local.pat, &mut tainted);
+                }
+                self.gaps.push(Gap::new(self.file, line, &describe(&stmt), "dropped", "reads the CUDA toolkit's answer, which an AMD build has not got (rule toolkit-probes)"));
+                continue;
+            }
+            kept.push(stmt);
+        }
+        block.stmts = kept;
+        visit_mut::visit_block_mut(self, block);
+    }
+}
+
+/// The probes still called in the script.
+struct CallCounter<'a> {
+    probes: &'a BTreeSet<String>,
+    called: BTreeSet<String>,
+}
+
+impl<'ast> syn::visit::Visit<'ast> for CallCounter<'_> {
+    fn visit_expr(&mut self, expr: &'ast syn::Expr) {
+        if let Some(probe) = probe_called(expr, self.probes) {
+            self.called.insert(probe.clone());
+        }
+        syn::visit::visit_expr(self, expr);
+    }
+
+    /// `println!("{}", probe())`: a call in a macro's arguments
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        fn scan(tokens: TokenStream, probes: &BTreeSet<String>, called: &mut BTreeSet<String>) {
+            let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+            for (i, t) in tokens.iter().enumerate() {
+                match t {
+                    TokenTree::Ident(name) if matches!(tokens.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis) => {
+                        if let Some(p) = probes.get(&name.to_string()) {
+                            called.insert(p.clone());
+                        }
+                    }
+                    TokenTree::Group(g) => scan(g.stream(), probes, called),
+                    _ => {}
+                }
+            }
+        }
+        scan(mac.tokens.clone(), self.probes, &mut self.called);
+    }
 }
 
 impl Port<'_> {
@@ -170,6 +327,12 @@ impl Port<'_> {
 }
 
 impl VisitMut for Port<'_> {
+    fn visit_item_fn_mut(&mut self, f: &mut syn::ItemFn) {
+        let outer = self.current_fn.replace(f.sig.ident.to_string());
+        visit_mut::visit_item_fn_mut(self, f);
+        self.current_fn = outer;
+    }
+
     fn visit_item_use_mut(&mut self, item: &mut syn::ItemUse) {
         if let syn::UseTree::Path(p) = &mut item.tree {
             let tool = p.ident.to_string();
@@ -206,9 +369,8 @@ impl VisitMut for Port<'_> {
     fn visit_expr_mut(&mut self, expr: &mut syn::Expr) {
         // a build script that runs nvcc itself: no builder to map, listed for a hand port
         if let syn::Expr::Call(call) = expr {
-            let runs_nvcc = matches!(&*call.func, syn::Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "new") && p.path.segments.iter().any(|s| s.ident == "Command"))
-                && matches!(call.args.first(), Some(syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) if s.value().rsplit('/').next() == Some("nvcc"));
-            if runs_nvcc {
+            let in_silent_probe = self.current_fn.as_ref().is_some_and(|f| self.silent_probes.contains(f));
+            if runs_nvcc(call) && !in_silent_probe {
                 let line = call.span().start().line as u32;
                 self.gaps.push(Gap::new(self.file, line, &describe(&*call), "needs a hand port", "the build script runs nvcc itself: compile with candle-rocm-build's Builder (build or build_lib) instead"));
             }
@@ -329,6 +491,41 @@ fn main() -> Result<()> {
         assert!(out.contains("#[cfg(all(feature = \"rocm\", target_family = \"unix\"))]"), "{out}");
         assert!(out.contains("#[cfg(not(any(all(feature = \"rocm\", target_family = \"unix\"), feature = \"metal\")))]"), "{out}");
         assert!(!out.contains("\"cuda\""), "{out}");
+    }
+
+    /// Before and after: mistral.rs 0.8.1's quant build script asks nvcc for the toolkit's
+    /// version and sets a feature from it; the AMD build sets none, and nvcc never runs.
+    #[test]
+    fn toolkit_probes_and_what_reads_their_answer_are_taken_out() {
+        let src = r#"#[cfg(feature = "cuda")]
+fn cuda_version() -> (usize, usize) {
+    let out = std::process::Command::new("nvcc").arg("--version").output().unwrap();
+    (12, out.stdout.len())
+}
+fn main() {
+    #[cfg(feature = "cuda")]
+    {
+        println!("cargo:rustc-link-lib=dylib=cudart");
+        let (major, minor) = cuda_version();
+        let tag = format!("{major}0{minor}0");
+        println!("cargo:rustc-cfg=feature=\"cuda-{}\"", tag);
+        println!("cargo:rerun-if-changed=build.rs");
+    }
+}
+"#;
+        let out = port_build_script("build.rs", src).unwrap();
+        let t = &out.text;
+        assert!(!t.contains("= cuda_version()") && !t.contains("let tag") && !t.contains("rustc-cfg"), "{t}");
+        assert!(t.contains("fn cuda_version()") && t.contains("rerun-if-changed=build.rs") && t.contains("dylib=amdhip64"), "{t}");
+        let listed: Vec<(&str, u32)> = out.gaps.iter().map(|g| (g.feature.as_str(), g.line)).collect();
+        assert_eq!(listed, [("dropped", 10), ("dropped", 11), ("dropped", 12)], "the probe never runs: no hand port listed");
+        assert!(out.gaps[0].reason.contains("`cuda_version` runs nvcc"), "{:?}", out.gaps[0]);
+        assert_eq!(out.probe_statements, 3);
+        // a probe called another way still needs a hand port
+        let src = "fn v() -> u32 { std::process::Command::new(\"nvcc\").status().unwrap(); 1 }\nfn main() { println!(\"{}\", v()); }\n";
+        let out = port_build_script("build.rs", src).unwrap();
+        assert_eq!(out.gaps.len(), 1);
+        assert!(out.gaps[0].reason.contains("runs nvcc itself"), "{:?}", out.gaps);
     }
 
     #[test]

@@ -362,6 +362,7 @@ pub fn mirror_package_files(files: &BTreeMap<String, Vec<u8>>, label: &str, mani
         if build_script == BuildScript::Port && path == "build.rs" {
             let ported = translator::backend::build_tools::port_build_script(path, &utf8(path, bytes)?)?;
             *rule_counts.entry("build-tools").or_default() += ported.rewrites;
+            *rule_counts.entry("toolkit-probes").or_default() += ported.probe_statements;
             gaps.extend(ported.gaps);
             out.insert(path.clone(), format!("// Ported by `cargo xtask port-crate` from {label} build.rs (rule build-tools).\n{}", ported.text).into_bytes());
         } else if (path.starts_with("tests/") && path.ends_with(".rs")) || translator::backend::own_kernel_builds::twins_build_script(label, path) {
