@@ -136,8 +136,10 @@ fn mirror_module(sources: &BTreeMap<String, String>, label: &str, input: &str, o
         };
         match mode {
             // a CUDA-gated module whose name no rule renames (`#[cfg(feature = "cuda")] mod paged_attention;`):
-            // its ROCm twin declares the same file, so that one file serves both, twinned in place
-            Mode::Twin if specific && rules::rename(&name).0 == name => children.push((child_in, child_out, Mode::Twin, gate_cuda)),
+            // its ROCm twin declares the same file, so that one file serves both, twinned in place; its
+            // CUDA items are CUDA-only code there (rule `cuda-gates`: an `extern "C"` block taking a
+            // `CUstream` gets a CUDA gate and a ROCm twin)
+            Mode::Twin if specific && rules::rename(&name).0 == name => children.push((child_in, child_out, Mode::Twin, true)),
             Mode::Twin if specific => {
                 children.push((child_in.clone(), child_out, Mode::Verbatim, gate_cuda));
                 mirror_twin(&mut children);
@@ -290,6 +292,15 @@ mod tests {
         let out = mirror_crate(&src, "a-crate 9.9.9").unwrap();
         let file = &out.files["src/layers/paged_attention.rs"];
         assert!(file.contains("RocmDevice") && file.contains("CudaDevice"), "{file}");
+        // mistralrs-quant's ffi.rs: ungated launcher declarations in such a file are CUDA-only
+        // code (rule cuda-gates), so they get a CUDA gate and a ROCm twin
+        let src = sources(&[
+            ("src/lib.rs", "#[cfg(feature = \"cuda\")]\nmod ffi;\n"),
+            ("src/ffi.rs", "extern \"C\" {\n    pub fn launch(stream: candle_core::cuda::cudarc::driver::sys::CUstream);\n}\n"),
+        ]);
+        let file = &mirror_crate(&src, "a-crate 9.9.9").unwrap().files["src/ffi.rs"];
+        assert!(file.contains("#[cfg(feature = \"cuda\")]\nextern \"C\"") && file.contains("#[cfg(feature = \"rocm\")]\nextern \"C\""), "{file}");
+        assert!(file.contains("stream: candle_core::rocm::candle_rocm_hip::driver::sys::CUstream"), "{file}");
     }
 
     #[test]

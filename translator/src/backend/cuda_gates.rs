@@ -7,7 +7,7 @@
 //! feature (the manifest rule makes both package features, or the example's
 //! required features either backend turns on: `package.rs`).
 //!
-//! Gated: `use` items, functions, consts, statics, type aliases and macro
+//! Gated: `use` items, functions, consts, statics, type aliases, `extern` blocks and macro
 //! invocations that name CUDA; inside an `impl` or inline `mod` that does not
 //! itself name CUDA, its items one by one (`impl FlashAttn { fn cuda_fwd_t .. }`);
 //! an `impl` whose type or trait names CUDA, whole. Items already gated on a
@@ -79,7 +79,7 @@ fn gate_items(items: &mut [Item]) -> usize {
             Item::Mod(m) if !cfg_mentions_cuda(&m.attrs) && m.content.is_some() && !mentions_cuda(m.ident.to_token_stream()) => {
                 m.content.as_mut().map_or(0, |(_, items)| gate_items(items))
             }
-            Item::Use(_) | Item::Fn(_) | Item::Const(_) | Item::Static(_) | Item::Type(_) | Item::Macro(_) | Item::Mod(_) | Item::Struct(_) | Item::Enum(_) => {
+            Item::Use(_) | Item::Fn(_) | Item::Const(_) | Item::Static(_) | Item::Type(_) | Item::Macro(_) | Item::Mod(_) | Item::Struct(_) | Item::Enum(_) | Item::ForeignMod(_) => {
                 gate_one(item)
             }
             _ => 0,
@@ -148,6 +148,15 @@ mod tests {
         assert_eq!(n, 2, "{out}");
         assert!(out.contains("#[test]\n#[cfg(feature = \"cuda\")]\nfn hd256()"), "{out}");
         assert!(out.contains("\nfn other()"), "{out}");
+    }
+
+    /// mistral.rs's launcher declarations, in a module only CUDA builds declare
+    #[test]
+    fn extern_blocks_that_name_cuda_are_gated() {
+        let (out, n) = gated("extern \"C\" {\n    fn launch(n: usize, stream: candle_core::cuda::cudarc::driver::sys::CUstream);\n}\nextern \"C\" {\n    fn plain(n: usize);\n}\n");
+        assert_eq!(n, 1, "{out}");
+        assert!(out.starts_with("#[cfg(feature = \"cuda\")]\nextern \"C\" {\n    fn launch("), "{out}");
+        assert!(out.contains("}\nextern \"C\" {\n    fn plain("), "{out}");
     }
 
     #[test]
