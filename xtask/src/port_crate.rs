@@ -99,7 +99,7 @@ pub fn port(src: &Path, out: &Path, root: &Path, candle: Option<&Path>) -> Resul
 
     let paths = translator::backend::package::PackagePaths {
         rocm_crates: crate::regen::rocm_crate_paths(root, out.parent().unwrap_or(out)),
-        siblings: BTreeMap::new(),
+        siblings: ported_siblings(out)?,
     };
     let mut mirror = mirror_package_files(&files, &label, &manifest_text, &paths, BuildScript::Port).map_err(|e| anyhow!("{}: {e:#}", src.display()))?;
     if let Some(candle) = candle {
@@ -118,6 +118,30 @@ pub fn port(src: &Path, out: &Path, root: &Path, candle: Option<&Path>) -> Resul
     let report = report(&label, &mirror, kernels.len() - refused.len(), &translated.rule_counts, &refused);
     mirror.files.insert(REPORT.into(), report.clone().into_bytes());
     Ok(Ported { label, tree: mirror.files, report })
+}
+
+/// The crates ported beside `out` (directories next to it holding a [`REPORT`]): package
+/// name → path relative to `out`. A dependency on one of them becomes a path dependency
+/// on the twin, and its CUDA features are twinned (`mistralrs-quant/cuda` in
+/// `mistralrs-core`); port the dependencies first.
+fn ported_siblings(out: &Path) -> Result<BTreeMap<String, String>> {
+    let mut siblings = BTreeMap::new();
+    let Some(parent) = out.parent() else { return Ok(siblings) };
+    let Ok(entries) = std::fs::read_dir(parent) else { return Ok(siblings) };
+    for entry in entries {
+        let dir = entry?.path();
+        if dir == out || !dir.join(REPORT).is_file() {
+            continue;
+        }
+        let manifest_path = dir.join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest_path) else { continue };
+        let manifest: toml::Table = text.parse().with_context(|| format!("{}", manifest_path.display()))?;
+        if let Some(name) = manifest.get("package").and_then(|p| p.get("name")).and_then(|n| n.as_str()) {
+            let file_name = dir.file_name().context("a directory without a name")?.to_string_lossy();
+            siblings.insert(name.to_string(), format!("../{file_name}"));
+        }
+    }
+    Ok(siblings)
 }
 
 /// Whether a file under a crate's directory is the crate's: not what cargo and git keep
@@ -250,6 +274,29 @@ mod tests {
         let root = workspace_root();
         let err = port(dir.path(), &dir.path().join("out"), &root, None).err().unwrap().to_string();
         assert!(err.contains("k.cu:2: "), "{err}");
+    }
+
+    /// mistral.rs's shape: `mistralrs-core` depends on `mistralrs-quant`, ported first beside it.
+    #[test]
+    fn a_dependency_ported_beside_is_a_twin() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src-crate");
+        std::fs::create_dir_all(src.join("src")).unwrap();
+        std::fs::write(src.join("src/lib.rs"), "").unwrap();
+        std::fs::write(src.join("Cargo.toml"), "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\nquant = { version = \"0.1\" }\n\n[features]\ncuda = [\"quant/cuda\"]\n").unwrap();
+        let root = workspace_root();
+        let out = dir.path().join("ported/app");
+        let alone = port(&src, &out, &root, None).unwrap();
+        assert!(alone.report.contains("quant has no ROCm twin here"), "{}", alone.report);
+        let beside = dir.path().join("ported/quant");
+        std::fs::create_dir_all(&beside).unwrap();
+        std::fs::write(beside.join("Cargo.toml"), "[package]\nname = \"quant\"\nversion = \"0.1.0\"\n").unwrap();
+        std::fs::write(beside.join(REPORT), "").unwrap();
+        let ported = port(&src, &out, &root, None).unwrap();
+        let manifest: toml::Table = String::from_utf8(ported.tree["Cargo.toml"].clone()).unwrap().parse().unwrap();
+        assert_eq!(manifest["dependencies"]["quant"]["path"].as_str(), Some("../quant"));
+        assert_eq!(manifest["features"]["rocm"].as_array().unwrap()[0].as_str(), Some("quant/rocm"), "{manifest}");
+        assert!(!ported.report.contains("no ROCm twin"), "{}", ported.report);
     }
 
     #[test]
