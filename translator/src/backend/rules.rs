@@ -9,10 +9,17 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proc_macro2::{Group, Ident, Literal, Punct, Spacing, TokenStream, TokenTree};
 
-use super::mapping::{CUDA_MARKERS, FEATURES, IDENTIFIERS, LITERAL_WORDS, PATH_PREFIXES, WORDS};
+use super::mapping::{CUDA_MARKERS, FEATURES, IDENTIFIERS, LITERAL_WORDS, PATH_PREFIXES, UNBOUND_CUDA_LIBRARIES, WORDS};
 
 /// Rewrites a token stream (recursively into groups, hence macro bodies too).
 pub fn rewrite(stream: TokenStream, counts: &mut BTreeMap<&'static str, usize>) -> TokenStream {
+    rewrite_under(stream, counts, &[])
+}
+
+/// [`rewrite`] inside the braces of a `use` group whose path so far is `under`
+/// (`cudarc::{cublas::X, driver::Y}`: `cublas::X` under `[cudarc]`), so that a
+/// prefix spanning the braces is still found.
+fn rewrite_under(stream: TokenStream, counts: &mut BTreeMap<&'static str, usize>, under: &[&str]) -> TokenStream {
     let tokens: Vec<TokenTree> = stream.into_iter().collect();
     let mut out: Vec<TokenTree> = Vec::with_capacity(tokens.len());
     let mut i = 0;
@@ -25,10 +32,30 @@ pub fn rewrite(stream: TokenStream, counts: &mut BTreeMap<&'static str, usize>) 
                 i += 1;
             }
             TokenTree::Ident(ident) => {
+                let element_start = i == 0 || matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == ',');
+                if let Some((consumed, replacement)) = (!under.is_empty() && element_start).then(|| match_prefix_under(&tokens, i, under)).flatten() {
+                    push_path(&mut out, replacement, ident);
+                    *counts.entry("path-prefixes").or_default() += 1;
+                    i += consumed;
+                    continue;
+                }
                 if let Some((consumed, replacement)) = match_prefix(&tokens, i) {
                     push_path(&mut out, replacement, ident);
                     *counts.entry("path-prefixes").or_default() += 1;
                     i += consumed;
+                    // `cudarc::{...}`: the group's elements continue the path
+                    if let (true, Some(TokenTree::Group(g))) = (is_path_sep(&tokens, i), tokens.get(i + 2)) {
+                        if g.delimiter() == proc_macro2::Delimiter::Brace {
+                            let parts = prefix_parts(&tokens[i - consumed..i]);
+                            let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+                            out.push(tokens[i].clone());
+                            out.push(tokens[i + 1].clone());
+                            let mut group = Group::new(g.delimiter(), rewrite_under(g.stream(), counts, &parts));
+                            group.set_span(g.span());
+                            out.push(group.into());
+                            i += 3;
+                        }
+                    }
                     continue;
                 }
                 let (renamed, rule) = rename(&ident.to_string());
@@ -85,6 +112,40 @@ fn match_prefix(tokens: &[TokenTree], i: usize) -> Option<(usize, &'static [&'st
     None
 }
 
+/// The identifiers of a matched prefix's tokens (`cudarc :: cublas` → `[cudarc, cublas]`).
+fn prefix_parts(tokens: &[TokenTree]) -> Vec<String> {
+    tokens.iter().filter_map(|t| match t {
+        TokenTree::Ident(id) => Some(id.to_string()),
+        _ => None,
+    }).collect()
+}
+
+/// A prefix row that continues `under` at `i` (inside `under::{...}`): tokens consumed,
+/// and the part of the replacement past `under`'s own replacement.
+fn match_prefix_under(tokens: &[TokenTree], i: usize, under: &[&str]) -> Option<(usize, &'static [&'static str])> {
+    let (_, under_to) = PATH_PREFIXES.iter().find(|(parts, _)| *parts == under)?;
+    'rows: for (parts, replacement) in PATH_PREFIXES {
+        if parts.len() <= under.len() || &parts[..under.len()] != under || !replacement.starts_with(under_to) {
+            continue;
+        }
+        let mut at = i;
+        for (n, part) in parts[under.len()..].iter().enumerate() {
+            if n > 0 {
+                if !is_path_sep(tokens, at) {
+                    continue 'rows;
+                }
+                at += 2;
+            }
+            match tokens.get(at) {
+                Some(TokenTree::Ident(id)) if id == part => at += 1,
+                _ => continue 'rows,
+            }
+        }
+        return Some((at - i, &replacement[under_to.len()..]));
+    }
+    None
+}
+
 /// `::` at `at` (two `:` puncts, the first joint).
 fn is_path_sep(tokens: &[TokenTree], at: usize) -> bool {
     matches!((tokens.get(at), tokens.get(at + 1)), (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)))
@@ -103,6 +164,9 @@ fn push_path(out: &mut Vec<TokenTree>, parts: &[&str], like: &Ident) {
 
 /// The ROCm name of an identifier, and the rule that gave it.
 pub fn rename(ident: &str) -> (String, Option<&'static str>) {
+    if names_unbound_library(ident).is_some() {
+        return (ident.to_string(), None);
+    }
     if let Some((_, to)) = IDENTIFIERS.iter().find(|(from, _)| *from == ident) {
         return (to.to_string(), Some("identifiers"));
     }
@@ -115,6 +179,13 @@ pub fn rename(ident: &str) -> (String, Option<&'static str>) {
     } else {
         (renamed, None)
     }
+}
+
+/// Whether an identifier names a CUDA library the HIP layer does not bind
+/// ([`UNBOUND_CUDA_LIBRARIES`]: `cublaslt`, `CublasLtWrapper`, `maybe_init_cublas_lt_wrapper`).
+pub fn names_unbound_library(ident: &str) -> Option<&'static (&'static str, &'static str)> {
+    let squashed: String = ident.chars().filter(|c| *c != '_').collect::<String>().to_ascii_lowercase();
+    UNBOUND_CUDA_LIBRARIES.iter().find(|(word, _)| squashed.contains(word))
 }
 
 /// Is the next token the value of `feature = ...`?
@@ -231,6 +302,15 @@ mod tests {
         let out = mirror("use cudarc::driver::{CudaSlice, DeviceRepr};\nfn f(e: cudarc::cublas::result::CublasError) {}\n");
         assert!(out.contains("use candle_rocm_hip::driver::{HipSlice, DeviceRepr};"), "{out}");
         assert!(out.contains("fn f(e: candle_rocm_hip::blas::result::RocblasError) {}"), "{out}");
+    }
+
+    /// mistralrs-quant's gptq_cuda.rs: the prefix spans a `use` group's braces
+    #[test]
+    fn cudarc_paths_inside_use_groups() {
+        let out = mirror("use candle_core::cuda::{cudarc::{cublas::{result::hgemm, sys::cublasOperation_t}, driver::{CudaSlice, DevicePtr}}, WrapErr};\n");
+        assert!(out.contains("candle_rocm_hip::{") && out.contains("blas::{result::hgemm, sys::"), "{out}");
+        assert!(out.contains("driver::{HipSlice, DevicePtr}"), "{out}");
+        assert!(!out.contains("rocblas::"), "{out}");
     }
 
     #[test]
