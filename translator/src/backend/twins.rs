@@ -296,6 +296,24 @@ fn trait_item_is_cuda_specific(item: &mut TraitItem) -> bool {
         }
 }
 
+/// Rule `extern-link-names`: a function of an `extern` block's twin whose name the
+/// words rule changed (`gemm_half_q_half_cuda_part` → `..._rocm_part`) is still the
+/// kernel library's symbol of the original name, which the kernel rules keep: the twin
+/// declares it with `#[link_name]`, so Rust callers use the ROCm name. How many.
+fn keep_link_names(original: &syn::ItemForeignMod, twin: &mut syn::ItemForeignMod) -> usize {
+    let mut count = 0;
+    for (from, to) in original.items.iter().zip(twin.items.iter_mut()) {
+        let (syn::ForeignItem::Fn(from), syn::ForeignItem::Fn(to)) = (from, to) else { continue };
+        let has_link_name = to.attrs.iter().any(|a| a.path().is_ident("link_name"));
+        if from.sig.ident != to.sig.ident && !has_link_name {
+            let symbol = from.sig.ident.to_string();
+            to.attrs.push(syn::parse_quote!(#[link_name = #symbol]));
+            count += 1;
+        }
+    }
+    count
+}
+
 impl TwinPass<'_> {
     fn line_of(node: &impl ToTokens) -> u32 {
         node.to_token_stream().into_iter().next().map(|t| t.span().start().line as u32).unwrap_or(0)
@@ -321,6 +339,9 @@ impl TwinPass<'_> {
         }
         let mut pruner = Pruner { file: self.file, gaps: self.gaps };
         twin.prune(&mut pruner);
+        if let (Some(Item::ForeignMod(original)), Some(Item::ForeignMod(declared))) = ((node as &dyn std::any::Any).downcast_ref::<Item>(), (&mut twin as &mut dyn std::any::Any).downcast_mut::<Item>()) {
+            *self.counts.entry("extern-link-names").or_default() += keep_link_names(original, declared);
+        }
         if let Some(Item::Fn(f)) = (&mut twin as &mut dyn std::any::Any).downcast_mut::<Item>() {
             if skip_without_device::add_to_test_fn(f, &self.krate) {
                 *self.counts.entry("device-tests-skip").or_default() += 1;
@@ -561,6 +582,13 @@ mod tests {
     fn twin(src: &str) -> String {
         let out = twin_file("t.rs", "test", src).unwrap();
         out.text.lines().skip(1).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn extern_twins_keep_the_kernel_symbols() {
+        let out = twin("#[cfg(feature = \"cuda\")]\nextern \"C\" {\n    fn gemm_cuda_part(s: CUstream);\n    fn plain(s: CUstream);\n}\n");
+        assert!(out.contains("#[cfg(feature = \"rocm\")]\nextern \"C\" {\n    #[link_name = \"gemm_cuda_part\"]\n    fn gemm_rocm_part("), "{out}");
+        assert_eq!(out.matches("#[link_name").count(), 1, "a name the rules keep needs none: {out}");
     }
 
     #[test]
