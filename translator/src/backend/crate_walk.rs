@@ -123,11 +123,21 @@ fn mirror_module(sources: &BTreeMap<String, String>, label: &str, input: &str, o
     let declared = file_mods(input, &parse(input, source)?)?;
     let kept: BTreeSet<String> = file_mods(output, &parse(output, &result.text)?)?.into_iter().map(|(name, _)| name).collect();
     let mut children = Vec::new();
+    let mut unbound = Vec::new();
     for (name, specific) in declared {
         let Some(child_in) = child_path(input, &name, sources) else {
             return Err(TranslateError::unsupported(input, 0, &format!("mod {name};"), "no file for this module (looked for NAME.rs and NAME/mod.rs)"));
         };
         let child_out = out_child_path(output, &name, &child_in);
+        // a module binding a CUDA library the HIP layer lacks stays as upstream wrote it
+        if let (Some((_, reason)), Mode::Twin | Mode::Mirror) = (rules::names_unbound_library(&name), mode) {
+            let line = source.lines().position(|l| l.contains(&format!("mod {name};"))).map_or(1, |n| n as u32 + 1);
+            unbound.push(Gap::new(input, line, &format!("mod {name} (the whole module, no ROCm twins)"), &name, reason));
+            if mode == Mode::Twin {
+                children.push((child_in, child_out, Mode::Verbatim, gate_cuda));
+            }
+            continue;
+        }
         let mirror_twin = |children: &mut Vec<_>| {
             let (twin_name, _) = rules::rename(&name);
             if kept.contains(&twin_name) {
@@ -149,6 +159,8 @@ fn mirror_module(sources: &BTreeMap<String, String>, label: &str, input: &str, o
             Mode::Mirror => mirror_twin(&mut children),
         }
     }
+    let mut result = result;
+    result.gaps.extend(unbound);
     Ok((result, children))
 }
 
@@ -301,6 +313,26 @@ mod tests {
         let file = &mirror_crate(&src, "a-crate 9.9.9").unwrap().files["src/ffi.rs"];
         assert!(file.contains("#[cfg(feature = \"cuda\")]\nextern \"C\"") && file.contains("#[cfg(feature = \"rocm\")]\nextern \"C\""), "{file}");
         assert!(file.contains("stream: candle_core::rocm::candle_rocm_hip::driver::sys::CUstream"), "{file}");
+    }
+
+    /// mistralrs-quant's `cublaslt` module (cuBLASLt, which the HIP layer does not bind):
+    /// kept as upstream wrote it, a gap, and its users not renamed
+    #[test]
+    fn a_module_of_an_unbound_cuda_library_is_kept_without_twins() {
+        let cublaslt = "pub fn maybe_init_cublas_lt_wrapper() {}\n#[cfg(feature = \"cuda\")]\nmod api;\n";
+        let src = sources(&[
+            ("src/lib.rs", "pub mod cublaslt;\nmod user;\n"),
+            ("src/cublaslt/mod.rs", cublaslt),
+            ("src/cublaslt/api.rs", "use candle_core::cuda::cudarc::cublaslt::CudaBlasLT;\n"),
+            ("src/user.rs", "use crate::cublaslt::maybe_init_cublas_lt_wrapper;\n#[cfg(feature = \"cuda\")]\nfn on_cuda(d: &candle_core::CudaDevice) { maybe_init_cublas_lt_wrapper(); }\n"),
+        ]);
+        let out = mirror_crate(&src, "a-crate 9.9.9").unwrap();
+        assert_eq!(out.files["src/cublaslt/mod.rs"], cublaslt);
+        assert!(!out.files["src/lib.rs"].contains("rocblaslt") && !out.files.keys().any(|p| p.contains("rocblaslt")), "{:?}", out.files.keys());
+        let user = &out.files["src/user.rs"];
+        assert_eq!(user.matches("use crate::cublaslt::maybe_init_cublas_lt_wrapper;").count(), 1, "{user}");
+        assert!(user.contains("fn on_rocm(d: &candle_core::RocmDevice) {\n    maybe_init_cublas_lt_wrapper();"), "{user}");
+        assert_eq!((out.gaps[0].file.as_str(), out.gaps[0].line, out.gaps[0].feature.as_str()), ("src/lib.rs", 1, "cublaslt"), "{:?}", out.gaps);
     }
 
     #[test]

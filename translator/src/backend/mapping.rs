@@ -109,6 +109,18 @@ pub const EITHER_BACKEND_FEATURES: &[(&str, &str)] = &[("nccl", "nccl-or-rccl")]
 /// `"rocm:{gpu_id}"`, "no cuda implementation" → "no rocm implementation").
 pub const LITERAL_WORDS: &[(&str, &str)] = &[("cuda", "rocm"), ("CUDA", "ROCm"), ("Cuda", "Rocm")];
 
+/// CUDA libraries the HIP layer (candle-rocm-hip) does not bind: (the word
+/// that names them in identifiers, lower case and without `_`; why). A crate's
+/// own module named for one (mistralrs-quant's `cublaslt`, its cuBLASLt fused
+/// matmuls) stays as upstream wrote it, without ROCm twins, and is listed as a
+/// gap; identifiers with the word are not renamed (`maybe_init_cublas_lt_wrapper`),
+/// so ROCm twins elsewhere use the module as a build without CUDA does (its
+/// handle is `None` there, and callers take their fallback).
+pub const UNBOUND_CUDA_LIBRARIES: &[(&str, &str)] = &[(
+    "cublaslt",
+    "cuBLASLt (fused matmul with bias and activation, fp8 matmul): hipBLASLt is not bound by the HIP layer, so the module builds as without CUDA and its callers take their non-cuBLASLt path on ROCm",
+)];
+
 /// Lower-case fragments that mark an identifier as CUDA-specific: an item,
 /// arm, variant or import naming one gets a ROCm twin (and in mirrored code,
 /// one that is left names something the rules could not mirror).
