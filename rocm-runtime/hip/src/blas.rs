@@ -285,6 +285,29 @@ pub mod result {
         }
         gemm
     }
+
+    /// cudarc's `cublas::result::hgemm`: one f16 gemm with f16 compute (`C = alpha
+    /// op(A) op(B) + beta C`, column-major), through the same rocBLAS entry point
+    /// as the batched gemms (a batch of one; cuBLAS's `cublasHgemm` is its f16
+    /// `cublasGemmEx`). `alpha` and `beta` are host pointers.
+    ///
+    /// # Safety
+    /// `a`, `b` and `c` must be valid device memory holding the matrices their
+    /// sizes and leading dimensions describe.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn hgemm(
+        handle: sys::rocblas_handle, transa: sys::rocblas_operation, transb: sys::rocblas_operation,
+        m: c_int, n: c_int, k: c_int, alpha: *const half::f16,
+        a: *const half::f16, lda: c_int, b: *const half::f16, ldb: c_int,
+        beta: *const half::f16, c: *mut half::f16, ldc: c_int,
+    ) -> Result<(), RocblasError> {
+        let f16 = sys::rocmDataType_t::ROCM_R_16F;
+        gemm_strided_batched_ex(
+            handle, transa, transb, m, n, k, alpha.cast(), a.cast(), f16, lda, 0, b.cast(), f16, ldb, 0,
+            beta.cast(), c.cast(), f16, ldc, 0, 1, sys::rocblasComputeType_t::ROCBLAS_COMPUTE_16F,
+            sys::rocblas_gemm_algo::rocblas_gemm_algo_standard,
+        )
+    }
 }
 
 use result::RocblasError;

@@ -462,6 +462,39 @@ mod gpu {
         assert_eq!(stream.clone_dtoh(&c).unwrap(), vec![1., 2., 3., 4.]);
     }
 
+    /// cudarc's `result::hgemm` (mistralrs-quant's GPTQ fallback calls it): f16 in and
+    /// out, `alpha op(A) op(B) + beta C`, column-major; small integers, exact in f16.
+    #[cfg(candle_rocm_rocblas)]
+    #[test]
+    fn hgemm_f16() {
+        use crate::blas::sys::rocblas_operation::{rocblas_operation_none as N, rocblas_operation_transpose as T};
+        use half::f16;
+        let Some(ctx) = device() else { return };
+        let stream = ctx.default_stream();
+        let blas = crate::blas::RocBlas::new(stream.clone()).unwrap();
+        let (m, n, k) = (5usize, 3usize, 4usize);
+        // A is m x k column-major; B is given transposed (n x k column-major)
+        let ha: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 - 3.).collect();
+        let hbt: Vec<f32> = (0..n * k).map(|i| (i % 5) as f32 - 2.).collect();
+        let hc: Vec<f32> = (0..m * n).map(|i| (i % 3) as f32).collect();
+        let to16 = |v: &[f32]| v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>();
+        let (a, bt) = (stream.clone_htod(&to16(&ha)).unwrap(), stream.clone_htod(&to16(&hbt)).unwrap());
+        let mut c = stream.clone_htod(&to16(&hc)).unwrap();
+        let (alpha, beta) = (f16::from_f32(2.), f16::from_f32(1.));
+        {
+            let (pa, _ra) = a.device_ptr(&stream);
+            let (pb, _rb) = bt.device_ptr(&stream);
+            let (pc, _rc) = c.device_ptr_mut(&stream);
+            unsafe { crate::blas::result::hgemm(*blas.handle(), N, T, m as i32, n as i32, k as i32, &alpha, pa as _, m as i32, pb as _, n as i32, &beta, pc as _, m as i32) }.unwrap();
+        }
+        let got: Vec<f32> = stream.clone_dtoh(&c).unwrap().iter().map(|x| x.to_f32()).collect();
+        let want: Vec<f32> = (0..m * n).map(|idx| {
+            let (i, j) = (idx % m, idx / m);
+            2. * (0..k).map(|l| ha[l * m + i] * hbt[l * n + j]).sum::<f32>() + hc[idx]
+        }).collect();
+        assert_eq!(got, want);
+    }
+
     /// Column-major `C = A B` through `result::gemm_strided_batched_ex` with the given
     /// compute type and flags (`flags` passed raw, `None`: the layer's own).
     #[cfg(candle_rocm_rocblas)]
