@@ -13,7 +13,11 @@
 //! * `code-object-inputs` ([`mapping::CODE_OBJECT_INPUTS`]): in a mirrored file,
 //!   where upstream takes PTX text.
 //!
-//! A row found another number of times is an error naming the file, the code
+//! A row's code is matched as tokens, so reformatting does not matter. It may have
+//! holes, `$name`: each matches one or more token trees (as few as let the rest
+//! match), and the replacement writes what it matched where it names `$name`
+//! (`LaunchConfig :: for_num_elems ($n)` matches whatever element count upstream
+//! passes). A row found another number of times is an error naming the file, the code
 //! and the table: upstream changed, and the row must be checked.
 //!
 //! [`mapping::WAVE_LAUNCHES`]: super::mapping::WAVE_LAUNCHES
@@ -76,12 +80,18 @@ fn apply_rows(rule: &str, path: &str, rows: &[Replacement], label: &str, file: &
     if rows.is_empty() {
         return Ok(0);
     }
-    let mut values = Vec::with_capacity(rows.len());
+    let mut patterns = Vec::with_capacity(rows.len());
     for row in &rows {
-        values.push(Code::parse(row.with).map_err(|e| TranslateError::unsupported(file, 0, row.with, format!("rule {rule}: the row's replacement does not parse: {e}")))?);
+        let pattern: proc_macro2::TokenStream = row.upstream.parse().map_err(|e| TranslateError::unsupported(file, 0, row.upstream, format!("rule {rule}: the row's code does not lex: {e}")))?;
+        patterns.push(pattern.into_iter().collect::<Vec<_>>());
+        // a replacement that parses with its holes filled by a placeholder parses
+        Code::parse(&fill(row.with, &Holes::placeholders(row.with))).map_err(|e| TranslateError::unsupported(file, 0, row.with, format!("rule {rule}: the row's replacement does not parse: {e}")))?;
     }
-    let mut pass = Pass { rows: &rows, values, found: vec![0; rows.len()], depth: usize::from(scope == Scope::Everywhere), within: Vec::new() };
+    let mut pass = Pass { rows: &rows, patterns, found: vec![0; rows.len()], depth: usize::from(scope == Scope::Everywhere), within: Vec::new(), error: None, rule, file };
     pass.visit_file_mut(parsed);
+    if let Some(e) = pass.error {
+        return Err(e);
+    }
     for (row, found) in rows.iter().zip(&pass.found) {
         if *found != row.count {
             let mut place = String::from(if scope == Scope::Everywhere { "" } else { " in ROCm code" });
@@ -122,10 +132,116 @@ impl Code {
     }
 }
 
+/// What a row's holes matched: name → tokens, as text.
+#[derive(Default)]
+struct Holes(Vec<(String, String)>);
+
+impl Holes {
+    /// Every hole `text` names, bound to a placeholder identifier.
+    fn placeholders(text: &str) -> Holes {
+        Holes(hole_names(text).into_iter().map(|n| (n, "placeholder".to_string())).collect())
+    }
+}
+
+/// The `$name`s of a row's text.
+fn hole_names(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        rest = &rest[at + 1..];
+        let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if !name.is_empty() && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// `text` with each `$name` replaced by what the hole matched (longest names first),
+/// parenthesized when it has an operator or a cast (`el as u32`), so that precedence holds.
+fn fill(text: &str, holes: &Holes) -> String {
+    let mut bound: Vec<&(String, String)> = holes.0.iter().collect();
+    bound.sort_by_key(|(n, _)| std::cmp::Reverse(n.len()));
+    let mut out = text.to_string();
+    for (name, value) in bound {
+        // a path, a field or a call chain needs no parentheses; an operator or a cast does
+        let operand = value.parse::<proc_macro2::TokenStream>().is_ok_and(|t| {
+            t.into_iter().all(|t| match t {
+                proc_macro2::TokenTree::Punct(p) => matches!(p.as_char(), '.' | ':'),
+                proc_macro2::TokenTree::Ident(i) => i != "as",
+                _ => true,
+            })
+        });
+        out = out.replace(&format!("${name}"), &if operand { value.clone() } else { format!("({value})") });
+    }
+    out
+}
+
+/// Whether `subject` is `pattern`, token for token, holes matching one or more trees.
+fn matches(pattern: &[proc_macro2::TokenTree], subject: &[proc_macro2::TokenTree], holes: &mut Holes) -> bool {
+    use proc_macro2::TokenTree as T;
+    match pattern {
+        [] => subject.is_empty(),
+        [T::Punct(dollar), T::Ident(name), rest @ ..] if dollar.as_char() == '$' => {
+            let name = name.to_string();
+            for take in 1..=subject.len() {
+                let value: proc_macro2::TokenStream = subject[..take].iter().cloned().collect();
+                let value = value.to_string();
+                if let Some((_, bound)) = holes.0.iter().find(|(n, _)| *n == name) {
+                    if *bound != value {
+                        continue;
+                    }
+                    if matches(rest, &subject[take..], holes) {
+                        return true;
+                    }
+                    continue;
+                }
+                let mark = holes.0.len();
+                holes.0.push((name.clone(), value));
+                if matches(rest, &subject[take..], holes) {
+                    return true;
+                }
+                holes.0.truncate(mark);
+            }
+            false
+        }
+        [first, rest @ ..] => {
+            let Some((head, tail)) = subject.split_first() else { return false };
+            let mark = holes.0.len();
+            let same = match (first, head) {
+                (T::Group(a), T::Group(b)) => {
+                    let (a, b): (Vec<_>, Vec<_>) = (a.stream().into_iter().collect(), b.stream().into_iter().collect());
+                    first_delimiter(first) == first_delimiter(head) && matches(&a, &b, holes)
+                }
+                (T::Ident(a), T::Ident(b)) => a == b,
+                (T::Punct(a), T::Punct(b)) => a.as_char() == b.as_char(),
+                (T::Literal(a), T::Literal(b)) => a.to_string() == b.to_string(),
+                _ => false,
+            };
+            if same && matches(rest, tail, holes) {
+                return true;
+            }
+            holes.0.truncate(mark);
+            false
+        }
+    }
+}
+
+fn first_delimiter(t: &proc_macro2::TokenTree) -> Option<proc_macro2::Delimiter> {
+    match t {
+        proc_macro2::TokenTree::Group(g) => Some(g.delimiter()),
+        _ => None,
+    }
+}
+
 struct Pass<'a> {
     rows: &'a [&'a Replacement],
-    values: Vec<Code>,
+    /// Each row's code, as tokens.
+    patterns: Vec<Vec<proc_macro2::TokenTree>>,
     found: Vec<usize>,
+    error: Option<TranslateError>,
+    rule: &'a str,
+    file: &'a str,
     /// Inside code the rows apply to when positive.
     depth: usize,
     /// The impls (`Map1 for Affine`) and functions (`fn to_dtype`) around the node
@@ -134,21 +250,34 @@ struct Pass<'a> {
 }
 
 impl Pass<'_> {
-    /// The row whose code `node` is, as `quote` prints it.
-    fn row_of(&self, node: &dyn ToTokens) -> Option<usize> {
+    /// The row whose code `node` is, and what its holes matched.
+    fn row_of(&self, node: &dyn ToTokens) -> Option<(usize, Holes)> {
         if self.depth == 0 {
             return None;
         }
-        let text = node.to_token_stream().to_string();
-        self.rows.iter().position(|r| r.upstream == text && (r.inside.is_empty() || self.within.iter().any(|w| w == r.inside)))
+        let tokens: Vec<proc_macro2::TokenTree> = node.to_token_stream().into_iter().collect();
+        self.rows.iter().zip(&self.patterns).enumerate().find_map(|(i, (r, pattern))| {
+            let mut holes = Holes::default();
+            let placed = r.inside.is_empty() || self.within.iter().any(|w| w == r.inside);
+            (placed && matches(pattern, &tokens, &mut holes)).then_some((i, holes))
+        })
     }
 
     /// Replaces `node` when it is a row's code and that row's replacement is of its kind
     /// (`kind` picks it); whether it did.
-    fn replace<T: ToTokens + Clone>(&mut self, node: &mut T, kind: impl Fn(&Code) -> Option<&T>) -> bool {
-        let Some(i) = self.row_of(node) else { return false };
-        let Some(new) = kind(&self.values[i]) else { return false };
-        *node = new.clone();
+    fn replace<T: ToTokens + Clone>(&mut self, node: &mut T, kind: impl Fn(Code) -> Option<T>) -> bool {
+        let Some((i, holes)) = self.row_of(node) else { return false };
+        let text = fill(self.rows[i].with, &holes);
+        let code = match Code::parse(&text) {
+            Ok(code) => code,
+            Err(e) => {
+                let line = node.to_token_stream().into_iter().next().map_or(0, |t| t.span().start().line as u32);
+                self.error.get_or_insert_with(|| TranslateError::unsupported(self.file, line, self.rows[i].upstream, format!("rule {}: the replacement with what the holes matched does not parse: {e}", self.rule)));
+                return false;
+            }
+        };
+        let Some(new) = kind(code) else { return false };
+        *node = new;
         self.found[i] += 1;
         true
     }
@@ -309,14 +438,41 @@ impl S { fn to_dtype() { cfg(el); } }
     #[test]
     fn table_rows_parse_and_print_like_the_matcher() {
         use super::super::mapping::{CODE_OBJECT_INPUTS, OWN_KERNEL_BUILDS, UPSTREAM_REPAIRS, WAVE_LAUNCHES};
-        for row in WAVE_LAUNCHES.iter().chain(UPSTREAM_REPAIRS).chain(CODE_OBJECT_INPUTS).chain(OWN_KERNEL_BUILDS) {
-            let printed = match Code::parse(row.upstream).unwrap() {
+        use super::super::mapping::ELEMENTWISE_LAUNCHES;
+        for row in WAVE_LAUNCHES.iter().chain(UPSTREAM_REPAIRS).chain(CODE_OBJECT_INPUTS).chain(OWN_KERNEL_BUILDS).chain(ELEMENTWISE_LAUNCHES) {
+            // holes as plain identifiers
+            let upstream = row.upstream.replace('$', "hole_");
+            let printed = match Code::parse(&upstream).unwrap() {
                 Code::Item(i) => i.to_token_stream().to_string(),
                 Code::Param(p) => p.to_token_stream().to_string(),
                 Code::Expr(e) => e.to_token_stream().to_string(),
             };
-            assert_eq!(printed, row.upstream);
-            Code::parse(row.with).unwrap();
+            assert_eq!(printed, upstream);
+            Code::parse(&fill(row.with, &Holes::placeholders(row.with))).unwrap();
+            for hole in hole_names(row.with) {
+                assert!(hole_names(row.upstream).contains(&hole), "{}: ${hole} is not a hole of the row's code", row.upstream);
+            }
         }
+    }
+
+    /// A changed argument (`el` renamed `elem_count`) and a reformatting keep matching a
+    /// row with a hole; the replacement writes what the hole matched.
+    #[test]
+    fn holes_match_any_argument_and_the_replacement_takes_it() {
+        const HOLES: &[Replacement] = &[
+            Replacement { krate: "candle-core", file: "m.rs", inside: "", upstream: "LaunchConfig :: for_num_elems ($n)", with: "LaunchConfig::for_packed_elems($n, 4)", count: 2, why: "t" },
+            Replacement { krate: "candle-core", file: "m.rs", inside: "", upstream: "unsafe { dev . alloc :: < $t > ($n) } . w () ?", with: "unsafe { dev.alloc::<$t>($n) }?", count: 1, why: "t" },
+        ];
+        let src = "fn f() { let a = LaunchConfig::for_num_elems(el as u32); let b = LaunchConfig :: for_num_elems ( elem_count ); let c = unsafe { dev.alloc::<bf16>(n * 2) }.w()?; }\n";
+        let mut parsed = syn::parse_file(src).unwrap();
+        assert_eq!(apply_rows("r", "T", HOLES, "candle-core 0.11.1 m.rs", "m.rs", &mut parsed, Scope::Everywhere).unwrap(), 3);
+        let out = prettyplease::unparse(&parsed);
+        assert!(out.contains("LaunchConfig::for_packed_elems((el as u32), 4)") && out.contains("LaunchConfig::for_packed_elems(elem_count, 4)"), "{out}");
+        assert!(out.contains("unsafe { dev.alloc::<bf16>((n * 2)) }?"), "{out}");
+        // a hole bound twice must match the same tokens both times
+        const TWICE: &[Replacement] = &[Replacement { krate: "candle-core", file: "m.rs", inside: "", upstream: "f ($a , $a)", with: "g($a)", count: 1, why: "t" }];
+        let mut parsed = syn::parse_file("fn h() { f(x, x); f(x, y); }\n").unwrap();
+        assert_eq!(apply_rows("r", "T", TWICE, "candle-core 0.11.1 m.rs", "m.rs", &mut parsed, Scope::Everywhere).unwrap(), 1);
+        assert!(prettyplease::unparse(&parsed).contains("g(x);\n    f(x, y);"));
     }
 }

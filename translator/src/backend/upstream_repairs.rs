@@ -58,12 +58,20 @@ mod tests {
         assert!(out.contains("if args.rank.is_none() && comm_file.exists() {"), "{out}");
     }
 
+    /// An argument upstream renames still matches the row's hole (`rank` → `args.rank`).
+    #[test]
+    fn a_changed_argument_is_still_repaired() {
+        let renamed = MAIN.replace("CudaDevice::new(rank)?", "CudaDevice::new(args.rank)?");
+        let out = repair_file("candle-examples", "examples/llama_multiprocess/main.rs", &renamed).unwrap().unwrap();
+        assert!(out.contains("let device = CudaContext::new(args.rank)?.per_thread_stream();"), "{out}");
+    }
+
     #[test]
     fn a_repair_upstream_no_longer_needs_is_an_error() {
         let fixed = MAIN.replace("CudaDevice::new(rank)?", "ctx.default_stream()");
         let err = repair_file("candle-examples", "examples/llama_multiprocess/main.rs", &fixed).unwrap_err().to_string();
         assert!(err.starts_with("examples/llama_multiprocess/main.rs"), "{err}");
-        assert!(err.contains("CudaDevice :: new (rank) ? (0 times, expected 1)") && err.contains("rule upstream-repairs"), "{err}");
+        assert!(err.contains("CudaDevice :: new ($rank) ? (0 times, expected 1)") && err.contains("rule upstream-repairs"), "{err}");
     }
 
     #[test]
