@@ -245,7 +245,21 @@ CANDLE_DI uint16_t candle_cvt_float2_to_fp8x2(float2 x, int saturate, int interp
 CANDLE_DI uint16_t candle_cvt_halfraw2_to_fp8x2(__half2 x, int saturate, int interp) {
     return candle_cvt_float2_to_fp8x2(__half22float2(x), saturate, interp);
 }
-CANDLE_DI __half2 candle_cvt_fp8x2_to_halfraw2(uint16_t bits, int interp) {
+// cuda_fp16.h's __half2_raw: two raw halves, each an unsigned short (ROCm 6+'s has __half_raw
+// members, HIP 5.2.3's unsigned shorts); converts to and from __half2 bit for bit.
+struct candle_half2_raw {
+    unsigned short x;
+    unsigned short y;
+    candle_half2_raw() = default;
+    CANDLE_HDI candle_half2_raw(__half2 h) { __builtin_memcpy(this, &h, sizeof h); }
+    CANDLE_HDI operator __half2() const {
+        __half2 h;
+        __builtin_memcpy(&h, this, sizeof h);
+        return h;
+    }
+};
+static_assert(sizeof(candle_half2_raw) == sizeof(__half2), "candle_half2_raw is two halves");
+CANDLE_DI candle_half2_raw candle_cvt_fp8x2_to_halfraw2(uint16_t bits, int interp) {
     return __halves2half2(candle_cvt_fp8_to_halfraw((uint8_t)(bits & 0xFFu), interp), candle_cvt_fp8_to_halfraw((uint8_t)(bits >> 8), interp));
 }
 

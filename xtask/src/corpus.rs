@@ -38,15 +38,18 @@ pub struct Corpus {
     /// Path prefixes (relative to the tree's root) that are not CUDA: the corpus's HIP or
     /// CPU sources.
     pub not_cuda: &'static [(&'static str, &'static str)],
+    /// Macros the crate's own build defines for every unit (its build script's `-D`s),
+    /// defined when the corpus compiles them.
+    pub defines: &'static [&'static str],
     pub sample: bool,
 }
 
 const fn candle(version: &'static str, sample: bool) -> Corpus {
-    Corpus { label: "candle-kernels", origin: Origin::Registry { name: "candle-kernels", version, dir: "src" }, include_dirs: &[], not_cuda: &[], sample }
+    Corpus { label: "candle-kernels", origin: Origin::Registry { name: "candle-kernels", version, dir: "src" }, include_dirs: &[], not_cuda: &[], defines: &[], sample }
 }
 
-const fn mistralrs(name: &'static str, sample: bool) -> Corpus {
-    Corpus { label: name, origin: Origin::Registry { name, version: "0.8.1", dir: "" }, include_dirs: &[], not_cuda: &[], sample }
+const fn mistralrs(name: &'static str, defines: &'static [&'static str], sample: bool) -> Corpus {
+    Corpus { label: name, origin: Origin::Registry { name, version: "0.8.1", dir: "" }, include_dirs: &[], not_cuda: &[], defines, sample }
 }
 
 /// The corpora, as data. Candle's releases are those `cargo xtask releases` runs.
@@ -59,14 +62,16 @@ pub const CORPORA: &[Corpus] = &[
     candle("0.10.2", false),
     candle("0.11.0", false),
     candle("0.11.1", false),
-    mistralrs("mistralrs-quant", true),
-    mistralrs("mistralrs-paged-attn", true),
-    mistralrs("mistralrs-core", true),
+    mistralrs("mistralrs-quant", &[], true),
+    // its build script: `builder.arg("-DENABLE_FP8")`
+    mistralrs("mistralrs-paged-attn", &["ENABLE_FP8"], true),
+    mistralrs("mistralrs-core", &[], true),
     Corpus {
         label: "vllm csrc",
         origin: Origin::Pypi { name: "vllm", version: "0.33.0", sha256: "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112", dir: "csrc" },
         include_dirs: &[""],
         not_cuda: &[("rocm/", "vLLM's own HIP kernels"), ("cpu/", "vLLM's CPU kernels")],
+        defines: &[],
         sample: false,
     },
 ];
@@ -382,7 +387,7 @@ fn measure(corpus: &Corpus, tree: &[TreeFile], compilers: &[(String, Hipcc, Vec<
                     kind: OutputKind::CodeObject,
                     arches: arches.clone(),
                     include_dirs: std::iter::once(work.join("src")).chain(include_dirs.iter().map(|d| work.join("src").join(d))).collect(),
-                    extra_flags: vec!["-std=c++17".into()],
+                    extra_flags: std::iter::once("-std=c++17".to_string()).chain(corpus.defines.iter().map(|d| format!("-D{d}"))).collect(),
                 })
                 .collect();
             for job in &jobs {

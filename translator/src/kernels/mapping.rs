@@ -236,6 +236,7 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("__nv_cvt_float2_to_fp8x2", "candle_cvt_float2_to_fp8x2"),
     ("__nv_cvt_halfraw2_to_fp8x2", "candle_cvt_halfraw2_to_fp8x2"),
     ("__nv_cvt_fp8x2_to_halfraw2", "candle_cvt_fp8x2_to_halfraw2"),
+    ("__half2_raw", "candle_half2_raw"),
     ("__nv_saturation_t", "int"),
     ("__nv_fp8_interpretation_t", "int"),
     // nvcc's list of compiled arches: never defined on AMD (a name nothing defines)
