@@ -68,6 +68,13 @@ pub fn render() -> String {
     }
     s.push_str("\n`defined(__CUDA_ARCH__)` is the device pass (`__HIP_DEVICE_COMPILE__`); CUDA toolkit version macros read as 0 (rule `toolkit-version`).\n");
 
+    s.push_str(
+        "\n## Launch attributes (rule `launch-bounds`)\n\n| CUDA | on AMD |\n|---|---|\n\
+         | `__launch_bounds__(threads)`, `__launch_bounds__(threads, blocks)` | kept: HIP reads the second as the minimum waves per execution unit where CUDA reads blocks per multiprocessor (an occupancy hint either way, no effect on results) |\n\
+         | `__launch_bounds__(threads, blocks, cluster_blocks)` | the third argument goes: AMD GPUs have no thread-block clusters, and hipcc takes two |\n\
+         | `__grid_constant__` | the compat prelude defines it empty: a kernel parameter is constant on AMD already |\n",
+    );
+
     s.push_str("\n## An author's own ROCm branches (rule `author-rocm-branches`)\n\n| switch | whose |\n|---|---|\n");
     for (name, whose) in AUTHOR_ROCM_MACROS {
         s.push_str(&format!("| `{name}` | {whose} |\n"));

@@ -7,17 +7,52 @@
 //! (`extern "C" __global__ void __launch_bounds__(128) mul_mat_q4_0(...)`). A row must
 //! match exactly `count` definitions, none of which may carry a bound already: anything
 //! else is an error naming the file and the row (upstream changed: check the launches).
+//!
+//! CUDA's own bounds: one or two arguments are kept as written (HIP reads the second as
+//! the minimum waves per execution unit where CUDA reads blocks per multiprocessor: an
+//! occupancy hint either way, no effect on results); a third, CUDA 12's maximum blocks
+//! per thread-block cluster, goes (AMD GPUs have no clusters; hipcc takes two).
 
 use hip_build::plan::wildcard_match;
 
-use super::tokens::{next_significant, prev_significant, tokens_from};
+use super::tokens::{matching_paren, next_significant, prev_significant, split_args, text_of, tokens_from};
 use super::{TreeFacts, Unit};
 use crate::kernels::mapping::{LaunchBound, LAUNCH_BOUNDS};
 use crate::lexer::Token;
 use crate::TranslateError;
 
 pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
-    rewrite(unit, LAUNCH_BOUNDS)
+    Ok(without_cluster_bounds(unit)? + rewrite(unit, LAUNCH_BOUNDS)?)
+}
+
+/// `__launch_bounds__(threads, blocks, cluster_blocks)` → `__launch_bounds__(threads, blocks)`.
+fn without_cluster_bounds(unit: &mut Unit) -> Result<usize, TranslateError> {
+    let mut count = 0;
+    let mut i = 0;
+    while i < unit.tokens.len() {
+        if !unit.tokens[i].is_ident("__launch_bounds__") {
+            i += 1;
+            continue;
+        }
+        let line = unit.tokens[i].line;
+        let Some(open) = next_significant(&unit.tokens, i + 1).filter(|&o| unit.tokens[o].is_punct("(")) else {
+            i += 1;
+            continue;
+        };
+        let close = matching_paren(&unit.tokens, open).ok_or_else(|| TranslateError::unsupported(&unit.path, line, "__launch_bounds__(", "unbalanced parentheses"))?;
+        let args = split_args(&unit.tokens, open, close);
+        if args.len() == 3 {
+            let kept: Vec<String> = args[..2].iter().map(|r| text_of(&unit.tokens[r.clone()])).collect();
+            let replacement = tokens_from(&format!("__launch_bounds__({})", kept.join(", ")), line);
+            let n = replacement.len();
+            unit.tokens.splice(i..=close, replacement);
+            count += 1;
+            i += n;
+        } else {
+            i = close + 1;
+        }
+    }
+    Ok(count)
 }
 
 fn rewrite(unit: &mut Unit, rows: &[LaunchBound]) -> Result<usize, TranslateError> {
@@ -145,5 +180,14 @@ mod tests {
     fn patterns() {
         assert!(wildcard_match("mul_mat_q*", "mul_mat_q4_0") && !wildcard_match("mul_mat_q*", "mul_mat_vec_q4_0"));
         assert!(wildcard_match("a*b*c", "axxbyyc") && !wildcard_match("a*b*c", "axxcyyb"));
+    }
+
+    /// CUDA 12's third argument (cluster blocks) goes; one or two stay as written.
+    #[test]
+    fn cluster_bounds_go_and_the_rest_stay() {
+        let src = "__global__ void __launch_bounds__(256, 2, 1) a(float *p) {}\n__global__ void __launch_bounds__(256, 2) b() {}\n__global__ void __launch_bounds__(N) c() {}\n";
+        let (out, n) = crate::kernels::rules::test_support::run(apply, src).unwrap();
+        assert_eq!(out, "__global__ void __launch_bounds__(256, 2) a(float *p) {}\n__global__ void __launch_bounds__(256, 2) b() {}\n__global__ void __launch_bounds__(N) c() {}\n");
+        assert_eq!(n, 1);
     }
 }
