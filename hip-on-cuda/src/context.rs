@@ -100,6 +100,7 @@ abi_table! {
     hipDeviceAttributeSharedMemPerBlockOptin = 75 => A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
     hipDeviceAttributeWarpSize = 87 => A::CU_DEVICE_ATTRIBUTE_WARP_SIZE,
     hipDeviceAttributeMemoryPoolsSupported = 88 => A::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+    hipDeviceAttributeIntegrated = 16 => A::CU_DEVICE_ATTRIBUTE_INTEGRATED,
 }
 
 /// Number of devices; `hipErrorNoDevice` (count 0) when there is none or no

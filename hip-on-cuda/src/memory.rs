@@ -108,7 +108,18 @@ pub unsafe extern "C" fn hipMemsetAsync(
     })
 }
 
+/// Free and total memory of the current device (`cuMemGetInfo`).
+pub unsafe extern "C" fn hipMemGetInfo(free: *mut usize, total: *mut usize) -> hipError_t {
+    hip_call(|| {
+        if free.is_null() || total.is_null() {
+            return Err(hipErrorInvalidValue);
+        }
+        current()?;
+        cu(cuda::cuMemGetInfo_v2(free, total))
+    })
+}
+
 hip_exports! {
-    "hip_4.2": hipMalloc, hipFree, hipMemcpyAsync, hipMemcpyPeerAsync, hipMemsetAsync;
+    "hip_4.2": hipMalloc, hipFree, hipMemcpyAsync, hipMemcpyPeerAsync, hipMemsetAsync, hipMemGetInfo;
     "hip_5.1": hipMallocAsync, hipFreeAsync;
 }

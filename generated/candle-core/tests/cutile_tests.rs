@@ -5,7 +5,9 @@ use candle_core::{
     CpuStorage, CudaStorage, RocmStorage, CustomOp2, Device, Layout, Result, Shape,
     Tensor,
 };
+#[cfg(not(feature = "rocm"))]
 use cutile::cuda_async::device_operation::DeviceOp;
+#[cfg(feature = "rocm")]
 use cutile::rocm_async::device_operation::DeviceOp;
 use cutile::tile_kernel::TileKernel;
 use std::sync::Mutex;

@@ -44,6 +44,7 @@ fn hip_values() -> Vec<(String, i64)> {
         ("hipDeviceAttributeSharedMemPerBlockOptin", hip::hipDeviceAttribute_t_hipDeviceAttributeSharedMemPerBlockOptin as i64),
         ("hipDeviceAttributeWarpSize", hip::hipDeviceAttribute_t_hipDeviceAttributeWarpSize as i64),
         ("hipDeviceAttributeMemoryPoolsSupported", hip::hipDeviceAttribute_t_hipDeviceAttributeMemoryPoolsSupported as i64),
+        ("hipDeviceAttributeIntegrated", hip::hipDeviceAttribute_t_hipDeviceAttributeIntegrated as i64),
     ]
     .into_iter()
     .map(|(e, v)| (e.to_string(), v))

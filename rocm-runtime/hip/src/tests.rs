@@ -410,6 +410,28 @@ mod gpu {
         println!("{}: warp {warp}", ctx.name().unwrap());
     }
 
+    /// cudarc's `result::device::get`, `result::mem_get_info` and the integrated-GPU
+    /// attribute (mistral.rs asks them): a discrete GPU with some of its memory free.
+    #[test]
+    fn device_handle_memory_info_and_integrated() {
+        use crate::driver::result;
+        let Some(ctx) = device() else { return };
+        let dev = result::device::get(0).unwrap();
+        let integrated = unsafe { result::device::get_attribute(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED) }.unwrap();
+        assert!(integrated == 0 || integrated == 1, "integrated {integrated}");
+        ctx.bind_to_thread().unwrap();
+        let (free, total) = result::mem_get_info().unwrap();
+        assert!(total > 0 && free <= total, "free {free} of {total}");
+        // an allocation is seen
+        let stream = ctx.default_stream();
+        let buffer = stream.alloc_zeros::<u8>(256 << 20).unwrap();
+        let (after, _) = result::mem_get_info().unwrap();
+        assert!(after < free, "free {after} after allocating 256 MiB, {free} before");
+        drop(buffer);
+        println!("{}: integrated {integrated}, {free} of {total} bytes free", ctx.name().unwrap());
+        assert!(result::device::get(i32::MAX).is_err());
+    }
+
     /// The properties agree with the attributes, and ggml's compute capability
     /// is read from the arch name (AMD, or hip-on-cuda with
     /// `HIP_ON_CUDA_GCN_ARCH_NAME`) or is NVIDIA's `major * 100 + minor * 10`.

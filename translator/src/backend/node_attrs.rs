@@ -44,6 +44,19 @@ pub fn expr_attrs(expr: &mut syn::Expr) -> Option<&mut Vec<Attribute>> {
         MethodCall(x) => &mut x.attrs,
         Unsafe(x) => &mut x.attrs,
         Assign(x) => &mut x.attrs,
+        // a gated tail expression (`#[cfg(not(feature = "cuda"))] xs.sort_last_dim(true)?`)
+        Try(x) => &mut x.attrs,
+        Path(x) => &mut x.attrs,
+        Field(x) => &mut x.attrs,
+        Tuple(x) => &mut x.attrs,
+        Reference(x) => &mut x.attrs,
+        Lit(x) => &mut x.attrs,
+        Return(x) => &mut x.attrs,
+        Unary(x) => &mut x.attrs,
+        Binary(x) => &mut x.attrs,
+        Cast(x) => &mut x.attrs,
+        Paren(x) => &mut x.attrs,
+        Struct(x) => &mut x.attrs,
         _ => return None,
     })
 }

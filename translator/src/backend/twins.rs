@@ -138,6 +138,25 @@ twinnable!(TraitItem, visit_trait_item_mut, |n| match n {
     _ => None,
 });
 twinnable!(Variant, visit_variant_mut, |n| Some(&mut n.attrs));
+
+/// A struct's named field under a CUDA cfg (`#[cfg(feature = "cuda")] weights: ..`).
+impl Twinnable for syn::Field {
+    fn parse_twin(tokens: TokenStream) -> syn::Result<Self> {
+        syn::parse::Parser::parse2(syn::Field::parse_named, tokens)
+    }
+    fn attrs_mut(&mut self) -> Option<&mut Vec<Attribute>> {
+        Some(&mut self.attrs)
+    }
+    fn prune(&mut self, pruner: &mut Pruner) {
+        pruner.visit_field_mut(self)
+    }
+    fn complete_matches(&mut self, rule: &mut ExhaustiveTwins) {
+        rule.visit_field_mut(self)
+    }
+    fn declares(&self) -> Option<String> {
+        self.ident.as_ref().map(|i| i.to_string())
+    }
+}
 twinnable!(Arm, visit_arm_mut, |n| Some(&mut n.attrs));
 
 impl Twinnable for Stmt {
@@ -296,6 +315,38 @@ fn trait_item_is_cuda_specific(item: &mut TraitItem) -> bool {
         }
 }
 
+/// Rule `same-name-imports`: an import without a cfg whose twin binds the same names
+/// (`use crate::cuda::moe;` → `use crate::rocm::moe;`: mistralrs-core's `cuda` module is
+/// compiled by every build, and has a mirrored `rocm` twin) would clash with it: the twin
+/// is the ROCm build's (`cfg(feature = "rocm")`), the original every other build's
+/// (`cfg(not(feature = "rocm"))`). Whether it applied.
+fn ungated_imports_of_one_name<T: Twinnable + 'static>(node: &mut T, twin: &mut T) -> bool {
+    let (Some(Item::Use(original)), Some(Item::Use(import))) = ((node as &mut dyn std::any::Any).downcast_mut::<Item>(), (twin as &mut dyn std::any::Any).downcast_mut::<Item>()) else {
+        return false;
+    };
+    let ungated = |u: &syn::ItemUse| !u.attrs.iter().any(|a| a.path().is_ident("cfg"));
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    use_bindings(&original.tree, &mut a);
+    use_bindings(&import.tree, &mut b);
+    if !(ungated(original) && ungated(import) && !a.is_empty() && a == b) {
+        return false;
+    }
+    original.attrs.push(syn::parse_quote!(#[cfg(not(feature = "rocm"))]));
+    import.attrs.push(syn::parse_quote!(#[cfg(feature = "rocm")]));
+    true
+}
+
+/// The names a `use` tree binds (`_` and globs bind none that can clash).
+fn use_bindings(tree: &UseTree, out: &mut Vec<String>) {
+    match tree {
+        UseTree::Path(p) => use_bindings(&p.tree, out),
+        UseTree::Name(n) => out.push(n.ident.to_string()),
+        UseTree::Rename(r) if r.rename != "_" => out.push(r.rename.to_string()),
+        UseTree::Group(g) => g.items.iter().for_each(|t| use_bindings(t, out)),
+        UseTree::Rename(_) | UseTree::Glob(_) => {}
+    }
+}
+
 /// Rule `extern-link-names`: a function of an `extern` block's twin whose name the
 /// words rule changed (`gemm_half_q_half_cuda_part` → `..._rocm_part`) is still the
 /// kernel library's symbol of the original name, which the kernel rules keep: the twin
@@ -361,7 +412,9 @@ impl TwinPass<'_> {
                 node.complete_matches(&mut ExhaustiveTwins { own: "Cuda", other: "Rocm", counts: self.counts });
                 if let Some(t) = &mut twin {
                     t.complete_matches(&mut ExhaustiveTwins { own: "Rocm", other: "Cuda", counts: self.counts });
-                    if t.declares().is_some() && t.declares() == node.declares() {
+                    if ungated_imports_of_one_name(&mut node, t) {
+                        *self.counts.entry("same-name-imports").or_default() += 1;
+                    } else if t.declares().is_some() && t.declares() == node.declares() {
                         let keep_twin = self.same_name_twins(&mut node, t);
                         if !keep_twin {
                             twin = None;
@@ -494,6 +547,12 @@ impl VisitMut for TwinPass<'_> {
         t.items = self.twin_list(list, trait_item_is_cuda_specific, |s, n| s.visit_trait_item_mut(n));
     }
 
+    fn visit_fields_named_mut(&mut self, f: &mut syn::FieldsNamed) {
+        let list: Vec<syn::Field> = std::mem::take(&mut f.named).into_iter().collect();
+        let out = self.twin_list(list, |field| cfg_mentions_cuda(&field.attrs), |s, field| s.visit_field_mut(field));
+        f.named = out.into_iter().collect();
+    }
+
     fn visit_item_enum_mut(&mut self, e: &mut syn::ItemEnum) {
         let list: Vec<Variant> = std::mem::take(&mut e.variants).into_iter().collect();
         let out = self.twin_list(list, |v| mentions_cuda(v.to_token_stream()), |_, _| {});
@@ -523,7 +582,13 @@ impl VisitMut for TwinPass<'_> {
             }
             let specific = mentions_cuda(arm.pat.to_token_stream()) || cfg_mentions_cuda(&arm.attrs);
             if specific {
-                let twin = self.twin(&arm);
+                let mut twin = self.twin(&arm);
+                // matches inside the arm and its twin stay exhaustive (mistralrs-core's
+                // device map matches `d.location()` again inside its `Cuda` arm)
+                arm.complete_matches(&mut ExhaustiveTwins { own: "Cuda", other: "Rocm", counts: self.counts });
+                if let Some(t) = &mut twin {
+                    t.complete_matches(&mut ExhaustiveTwins { own: "Rocm", other: "Cuda", counts: self.counts });
+                }
                 out.push(arm);
                 out.extend(twin);
             } else {
@@ -582,6 +647,36 @@ mod tests {
     fn twin(src: &str) -> String {
         let out = twin_file("t.rs", "test", src).unwrap();
         out.text.lines().skip(1).collect::<Vec<_>>().join("\n")
+    }
+
+    /// mistralrs-core's device map: a match inside a `Cuda` arm, and so inside its twin
+    #[test]
+    fn matches_inside_a_twinned_arm_stay_exhaustive() {
+        let out = twin("fn f(l: L) -> u32 {\n    match l {\n        L::Cpu => 0,\n        L::Cuda { gpu_id } => match other() {\n            L::Cpu => 0,\n            L::Cuda { gpu_id } => gpu_id,\n            L::Metal { gpu_id } => gpu_id,\n        },\n        L::Metal { gpu_id } => gpu_id,\n    }\n}\n");
+        assert_eq!(out.matches("L::Rocm { gpu_id } => gpu_id,").count(), 2, "{out}");
+        assert_eq!(out.matches("L::Cuda { gpu_id } => gpu_id,").count(), 2, "{out}");
+    }
+
+    /// mistralrs-core's MlaWeights: a field for CUDA builds, another for the rest
+    #[test]
+    fn gated_fields_get_twins() {
+        let out = twin("pub struct W {\n    #[cfg(feature = \"cuda\")]\n    weights: Option<T>,\n    #[cfg(not(feature = \"cuda\"))]\n    _phantom: P,\n}\n");
+        assert!(out.contains("#[cfg(feature = \"cuda\")]\n    weights: Option<T>,\n    #[cfg(all(feature = \"rocm\", not(feature = \"cuda\")))]\n    weights: Option<T>,"), "{out}");
+        assert!(out.contains("#[cfg(all(not(feature = \"cuda\"), not(feature = \"rocm\")))]\n    _phantom: P,"), "{out}");
+    }
+
+    /// mistralrs-core's MoE: a block's value from a CUDA block or a non-CUDA tail expression
+    #[test]
+    fn a_gated_tail_expression_is_the_fallback_of_both_backends() {
+        let out = twin("fn f() -> R {\n    let x = if p {\n        #[cfg(feature = \"cuda\")]\n        { a()? }\n        #[cfg(not(feature = \"cuda\"))]\n        b()?\n    } else { c()? };\n    x\n}\n");
+        assert!(out.contains("#[cfg(feature = \"rocm\")] { a()? }\n        #[cfg(all(not(feature = \"cuda\"), not(feature = \"rocm\")))] b()?"), "{out}");
+    }
+
+    #[test]
+    fn ungated_imports_of_one_name_are_told_apart_by_the_rocm_feature() {
+        let out = twin("use crate::cuda::moe;\nuse crate::cuda_backend::CudaDevice;\n");
+        assert!(out.contains("#[cfg(not(feature = \"rocm\"))]\nuse crate::cuda::moe;\n#[cfg(feature = \"rocm\")]\nuse crate::rocm::moe;"), "{out}");
+        assert!(out.contains("use crate::cuda_backend::CudaDevice;\nuse crate::rocm_backend::RocmDevice;"), "names that differ need no gate: {out}");
     }
 
     #[test]

@@ -12,7 +12,9 @@ use candle::rocm_backend::{RocmDType, RocmDevice};
 use candle::cutile;
 use candle::{CudaStorage, RocmStorage, DType, Layout, Result, Storage, Tensor};
 use candle_kernels::ffi;
+#[cfg(not(feature = "rocm"))]
 use cutile::cuda_async::device_operation::DeviceOp;
+#[cfg(feature = "rocm")]
 use cutile::rocm_async::device_operation::DeviceOp;
 use cutile::tile_kernel::TileKernel;
 use half::bf16;

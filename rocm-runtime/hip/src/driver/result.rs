@@ -45,9 +45,24 @@ impl std::fmt::Display for HipError {
 
 impl std::error::Error for HipError {}
 
+/// Free and total memory of the current device, in bytes (cudarc's
+/// `driver::result::mem_get_info`, `hipMemGetInfo`).
+pub fn mem_get_info() -> Result<(usize, usize), HipError> {
+    let (mut free, mut total) = (0usize, 0usize);
+    check(unsafe { hip::hipMemGetInfo(&mut free, &mut total) })?;
+    Ok((free, total))
+}
+
 /// Device queries (cudarc's `driver::result::device`).
 pub mod device {
     use super::*;
+
+    /// The device of an ordinal (`hipDeviceGet`: on HIP the device is its ordinal).
+    pub fn get(ordinal: i32) -> Result<sys::CUdevice, HipError> {
+        let mut dev = 0;
+        check(unsafe { hip::hipDeviceGet(&mut dev, ordinal) })?;
+        Ok(dev)
+    }
     /// `hipDeviceGetAttribute`.
     ///
     /// # Safety

@@ -86,11 +86,13 @@ pub enum CUdevice_attribute {
     CU_DEVICE_ATTRIBUTE_WARP_SIZE = hip::hipDeviceAttribute_t_hipDeviceAttributeWarpSize,
     CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED =
         hip::hipDeviceAttribute_t_hipDeviceAttributeMemoryPoolsSupported,
+    /// An APU's GPU, sharing the host's memory (MI300A, Strix Halo).
+    CU_DEVICE_ATTRIBUTE_INTEGRATED = hip::hipDeviceAttribute_t_hipDeviceAttributeIntegrated,
 }
 
 impl CUdevice_attribute {
     /// Every attribute, in the order of the context's cache.
-    pub const ALL: [CUdevice_attribute; 7] = [
+    pub const ALL: [CUdevice_attribute; 8] = [
         CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
         CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
         CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
@@ -98,6 +100,7 @@ impl CUdevice_attribute {
         CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
         CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE,
         CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED,
     ];
 
     /// Its place in [`CUdevice_attribute::ALL`] (a match, so that a new attribute must be
@@ -112,6 +115,7 @@ impl CUdevice_attribute {
             CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN => 4,
             CU_DEVICE_ATTRIBUTE_WARP_SIZE => 5,
             CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED => 6,
+            CU_DEVICE_ATTRIBUTE_INTEGRATED => 7,
         }
     }
 }
