@@ -104,7 +104,10 @@ impl VisitMut for Pass<'_> {
         if chooses_cuda(e) {
             let cond = rules::rewrite(e.cond.to_token_stream(), self.counts);
             let then = rules::rewrite(e.then_branch.to_token_stream(), self.counts);
-            if let (Ok(cond), Ok(then)) = (syn::parse2::<syn::Expr>(cond), syn::parse2::<syn::Block>(then)) {
+            if let (Ok(cond), Ok(mut then)) = (syn::parse2::<syn::Expr>(cond), syn::parse2::<syn::Block>(then)) {
+                // the branch's statement twins (`#[cfg(cuda)] {..}` and its `#[cfg(rocm)] {..}`)
+                // are one statement once renamed: the twin branch keeps it once
+                then.stmts.dedup_by(|b, a| stmt_attrs(a).is_some_and(|x| gated(x)) && a.to_token_stream().to_string() == b.to_token_stream().to_string());
                 let rest = e.else_branch.take();
                 let mut twin = syn::ExprIf { attrs: vec![], if_token: e.if_token, cond: Box::new(cond), then_branch: then, else_branch: None };
                 twin.else_branch = rest;
@@ -186,6 +189,15 @@ mod tests {
         let want = "if cpu {\n        Ok(Device::Cpu)\n    } else if cuda_is_available() {\n        Ok(Device::new_cuda(0)?)\n    } else if rocm_is_available() {\n        Ok(Device::new_rocm(0)?)\n    } else if metal_is_available() {";
         assert!(out.contains(want), "{out}");
         assert_eq!(counts["if-chain-twins"], 1);
+    }
+
+    /// mistralrs-core's attention: the branch's statements were twinned before the branch
+    #[test]
+    fn a_twin_branch_keeps_one_copy_of_its_statement_twins() {
+        let (out, _) = run("fn f() -> R { if let (Device::Cuda(_), Some(l)) = (d, h) {\n #[cfg(feature = \"cuda\")] { l.go() }\n #[cfg(feature = \"rocm\")] { l.go() }\n #[cfg(all(not(feature = \"cuda\"), not(feature = \"rocm\")))] { bail!(\"no\") }\n } else { naive() } }");
+        let twin = &out[out.find("Device::Rocm").unwrap()..];
+        assert_eq!(twin.matches("#[cfg(feature = \"rocm\")]").count(), 1, "{out}");
+        assert_eq!(out.matches("#[cfg(feature = \"rocm\")]").count(), 2, "{out}");
     }
 
     #[test]
