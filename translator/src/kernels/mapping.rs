@@ -14,6 +14,8 @@ pub const INCLUDES: &[(&str, Option<&str>)] = &[
     ("cuda_runtime.h", None),
     ("cuda.h", None),
     ("mma.h", Some("candle_hip_wmma.h")),
+    // CUDART_* → HIP_* by the runtime table (rule names); HIP has the header since 5.3
+    ("math_constants.h", Some("hip/hip_math_constants.h")),
     ("cuda/std/limits", Some("limits")),
     ("cuda/std/functional", Some("functional")),
     ("cuda/std/type_traits", Some("type_traits")),

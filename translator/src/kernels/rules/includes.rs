@@ -76,6 +76,20 @@ mod tests {
         assert_eq!(n, 4);
     }
 
+    /// Every row of the table: a header HIP has under another name is that name; one
+    /// the compat prelude covers goes
+    #[test]
+    fn every_row_maps_as_its_table_says() {
+        for (from, to) in INCLUDES {
+            let (out, n) = run_with(apply, &format!("#include <{from}>\nint x;\n"), &facts()).unwrap();
+            let wanted = match to {
+                Some(to) => vec![format!("#include \"{to}\"\nint x;\n"), format!("#include <{to}>\nint x;\n")],
+                None => vec!["int x;\n".to_string()],
+            };
+            assert!(wanted.contains(&out) && n == 1, "{from}: {out}");
+        }
+    }
+
     #[test]
     fn hipify_headers_are_dropped_like_the_cuda_ones() {
         let (out, _) = run_with(apply, "#include \"hip/hip_runtime.h\"\nint x;\n", &facts()).unwrap();
