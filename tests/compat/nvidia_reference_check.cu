@@ -326,6 +326,22 @@ __global__ void k_lop3(const uint32_t* abc, uint64_t n, uint32_t* out /* 256 per
         lop3_all(abc[3 * i], abc[3 * i + 1], abc[3 * i + 2], out + 256 * i, std::make_integer_sequence<int, 256>{});
 }
 
+// 10. PTX min/max (.f32 and .NaN.f32) against the compat functions their asm rows become.
+__global__ void k_minmax(const uint32_t* ab, uint64_t n, uint32_t* out /* 4 per pair */) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const float a = __uint_as_float(ab[2 * i]), b = __uint_as_float(ab[2 * i + 1]);
+        float r0, r1, r2, r3;
+        asm("max.f32 %0, %1, %2;" : "=f"(r0) : "f"(a), "f"(b));
+        asm("min.f32 %0, %1, %2;" : "=f"(r1) : "f"(a), "f"(b));
+        asm("max.NaN.f32 %0, %1, %2;" : "=f"(r2) : "f"(a), "f"(b));
+        asm("min.NaN.f32 %0, %1, %2;" : "=f"(r3) : "f"(a), "f"(b));
+        out[4 * i] = __float_as_uint(r0);
+        out[4 * i + 1] = __float_as_uint(r1);
+        out[4 * i + 2] = __float_as_uint(r2);
+        out[4 * i + 3] = __float_as_uint(r3);
+    }
+}
+
 int main() {
     const dim3 grid(2048), block(256);
     // 1. Every float -> fp8 e4m3 and -> bf16 (both spellings).
@@ -681,6 +697,36 @@ int main() {
             return true; },
             [&](uint64_t i) { std::printf("  a=%08x b=%08x c=%08x\n", habc[3 * i], habc[3 * i + 1], habc[3 * i + 2]); }));
         CK(cudaFree(dabc)); CK(cudaFree(dl));
+    }
+    // 10. PTX min/max: random pairs, with NaNs, infinities, signed zeros and equal values mixed in.
+    {
+        const uint64_t n = 1ull << 22;
+        static const uint32_t specials[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x3f800000u, 0xbf800000u, 0x00000001u};
+        std::vector<uint32_t> hab(2 * n);
+        for (uint64_t i = 0; i < 2 * n; ++i) {
+            const uint64_t r = rnd();
+            hab[i] = (r & 3) == 0 ? specials[(r >> 2) % 10] : (uint32_t)(r >> 8);
+            if (i % 2 == 1 && ((r >> 40) & 7) == 0) hab[i] = hab[i - 1];
+        }
+        uint32_t *dab, *dout;
+        CK(cudaMalloc(&dab, 8 * n)); CK(cudaMalloc(&dout, 16 * n));
+        CK(cudaMemcpy(dab, hab.data(), 8 * n, cudaMemcpyHostToDevice));
+        k_minmax<<<grid, block>>>(dab, n, dout);
+        CK(cudaGetLastError());
+        std::vector<uint32_t> ho(4 * n);
+        CK(cudaMemcpy(ho.data(), dout, 16 * n, cudaMemcpyDeviceToHost));
+        auto bits = [](float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; };
+        auto flt = [](uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; };
+        result("PTX max/min .f32 and .NaN.f32", 4 * n, par_count(n, [&](uint64_t i) {
+            const float a = flt(hab[2 * i]), b = flt(hab[2 * i + 1]);
+            return bits(candle_fmax_ptx(a, b)) == ho[4 * i] && bits(candle_fmin_ptx(a, b)) == ho[4 * i + 1] &&
+                   bits(candle_fmax_nan_ptx(a, b)) == ho[4 * i + 2] && bits(candle_fmin_nan_ptx(a, b)) == ho[4 * i + 3]; },
+            [&](uint64_t i) {
+                const float a = flt(hab[2 * i]), b = flt(hab[2 * i + 1]);
+                std::printf("  a=%08x b=%08x nvidia %08x %08x %08x %08x ours %08x %08x %08x %08x\n", hab[2 * i], hab[2 * i + 1], ho[4 * i], ho[4 * i + 1], ho[4 * i + 2], ho[4 * i + 3],
+                            bits(candle_fmax_ptx(a, b)), bits(candle_fmin_ptx(a, b)), bits(candle_fmax_nan_ptx(a, b)), bits(candle_fmin_nan_ptx(a, b)));
+            }));
+        CK(cudaFree(dab)); CK(cudaFree(dout));
     }
     if (g_bad) std::printf("FAILED: %d exact group(s) differ\n", g_bad);
     else std::printf("all exact groups identical\n");

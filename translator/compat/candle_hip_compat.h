@@ -623,6 +623,39 @@ CANDLE_DI void candle_st_cs_b32(void* p, uint32_t v) {
     *static_cast<uint32_t*>(p) = v;
 #endif
 }
+// PTX max.f32 / min.f32 (a NaN operand yields the other; both NaN: the canonical NaN
+// 0x7fffffff; +0 is above -0) and their .NaN forms (any NaN operand: the canonical NaN)
+CANDLE_HDI float candle_canonical_nan_ptx() {
+    const uint32_t bits = 0x7fffffffu;
+    float f;
+    __builtin_memcpy(&f, &bits, 4);
+    return f;
+}
+CANDLE_HDI bool candle_sign_bit_ptx(float a) {
+    uint32_t bits;
+    __builtin_memcpy(&bits, &a, 4);
+    return bits >> 31;
+}
+// on the bits, so that -ffast-math (nvcc's --use_fast_math becomes it) keeps the NaN tests
+CANDLE_HDI bool candle_is_nan_ptx(float a) {
+    uint32_t bits;
+    __builtin_memcpy(&bits, &a, 4);
+    return (bits & 0x7fffffffu) > 0x7f800000u;
+}
+CANDLE_HDI float candle_fmax_ptx(float a, float b) {
+    if (candle_is_nan_ptx(a)) return candle_is_nan_ptx(b) ? candle_canonical_nan_ptx() : b;
+    if (candle_is_nan_ptx(b)) return a;
+    if (a == b) return candle_sign_bit_ptx(a) ? b : a;
+    return a > b ? a : b;
+}
+CANDLE_HDI float candle_fmin_ptx(float a, float b) {
+    if (candle_is_nan_ptx(a)) return candle_is_nan_ptx(b) ? candle_canonical_nan_ptx() : b;
+    if (candle_is_nan_ptx(b)) return a;
+    if (a == b) return candle_sign_bit_ptx(a) ? a : b;
+    return a < b ? a : b;
+}
+CANDLE_HDI float candle_fmax_nan_ptx(float a, float b) { return candle_is_nan_ptx(a) || candle_is_nan_ptx(b) ? candle_canonical_nan_ptx() : candle_fmax_ptx(a, b); }
+CANDLE_HDI float candle_fmin_nan_ptx(float a, float b) { return candle_is_nan_ptx(a) || candle_is_nan_ptx(b) ? candle_canonical_nan_ptx() : candle_fmin_ptx(a, b); }
 // PTX lop3.b32: any function of three bit vectors, given as its 8-entry truth table `lut`
 // (bit i of lut is the result for a, b, c bits (i >> 2, i >> 1, i) & 1)
 CANDLE_HDI uint32_t candle_lop3(uint32_t a, uint32_t b, uint32_t c, uint32_t lut) {

@@ -637,6 +637,26 @@ pub const ASM_REWRITES: &[AsmRewrite] = &[
         why: "PTX butterfly shuffle over the full 32-lane warp (clamp 0x1f, full mask)",
     },
     AsmRewrite {
+        template: "max.f32 %0, %1, %2;",
+        replacement: "{0} = candle_fmax_ptx({1}, {2});",
+        why: "PTX max.f32: a NaN operand yields the other, +0 is above -0",
+    },
+    AsmRewrite {
+        template: "min.f32 %0, %1, %2;",
+        replacement: "{0} = candle_fmin_ptx({1}, {2});",
+        why: "PTX min.f32: a NaN operand yields the other, -0 is below +0",
+    },
+    AsmRewrite {
+        template: "max.NaN.f32 %0, %1, %2;",
+        replacement: "{0} = candle_fmax_nan_ptx({1}, {2});",
+        why: "PTX max.NaN.f32: a NaN operand yields the canonical NaN",
+    },
+    AsmRewrite {
+        template: "min.NaN.f32 %0, %1, %2;",
+        replacement: "{0} = candle_fmin_nan_ptx({1}, {2});",
+        why: "PTX min.NaN.f32: a NaN operand yields the canonical NaN",
+    },
+    AsmRewrite {
         template: "lop3.b32 %0, %1, %2, %3, %4;",
         replacement: "{0} = candle_lop3({1}, {2}, {3}, {4});",
         why: "PTX three-input logic operation by truth table",
@@ -688,6 +708,7 @@ pub const ASM_NVIDIA_ONLY: &[(&str, &str)] = &[
     ("mbarrier", "sm_80+ asynchronous transaction barriers"),
     ("elect.sync", "sm_90 warp leader election"),
     ("setmaxnreg", "sm_90 register reallocation between warpgroups"),
+    ("cvt.rn.satfinite.e2m1x2", "sm_100 fp4 (e2m1) conversions, as cuda_fp4.h: no HIP spelling in the releases we support, and no NVIDIA GPU lent here to check an emulation against"),
 ];
 
 /// The arguments a warp-synchronous intrinsic takes after its mask.

@@ -3,7 +3,11 @@
 //! PTX cannot run on AMD, and even AMD assembly is better left to the
 //! compiler. Each `asm [volatile] ("template" : outputs : inputs);` statement
 //! is matched against [`ASM_REWRITES`] by its template and rewritten with its
-//! operand expressions; anything else is an error naming the template.
+//! operand expressions. A template of several instructions that no row names whole
+//! is taken instruction by instruction: each, its operands numbered in order
+//! (`max.NaN.f32 %0, %0, 0fC5800000;` is `max.NaN.f32 %0, %1, %2;` with the
+//! statement's operand 0 twice and the float immediate `0fC5800000`), must be a row,
+//! and the rows' C++ follow one another. Anything else is an error naming the template.
 //! (The NVIDIA matrix-core asm upstream sits in branches that
 //! `fold-conditionals` has already removed.)
 
@@ -39,13 +43,13 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
         if let Some((_, cause)) = nvidia_only(&stmt.template) {
             return Err(TranslateError::nvidia_only(&unit.path, at, format!("asm(\"{}\")", stmt.template), *cause));
         }
-        let Some(rewrite) = ASM_REWRITES.iter().find(|r| r.template == stmt.template) else {
+        let text = if let Some(rewrite) = ASM_REWRITES.iter().find(|r| r.template == stmt.template) {
+            fill(rewrite.replacement, &stmt.operands)
+        } else if let Some(text) = instruction_by_instruction(&stmt) {
+            text
+        } else {
             return Err(fail(format!("asm(\"{}\")", stmt.template), "no exact C++ or HIP meaning known for this inline assembly (add a row to kernels::mapping::ASM_REWRITES)"));
         };
-        let mut text = rewrite.replacement.to_string();
-        for (n, operand) in stmt.operands.iter().enumerate() {
-            text = text.replace(&format!("{{{n}}}"), operand);
-        }
         // the statement's own `;` follows the `)`; the replacement carries one
         let end = next_significant(&unit.tokens, close + 1).filter(|&s| unit.tokens[s].is_punct(";")).unwrap_or(close);
         let replacement: Vec<Token> = tokens_from(&text, at);
@@ -55,6 +59,54 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
         count += 1;
     }
     Ok(count)
+}
+
+/// A row's replacement with `{n}` the n-th operand expression.
+fn fill(replacement: &str, operands: &[String]) -> String {
+    let mut text = replacement.to_string();
+    for (n, operand) in operands.iter().enumerate() {
+        text = text.replace(&format!("{{{n}}}"), operand);
+    }
+    text
+}
+
+/// A template of several plain instructions (no braces, no predicates), each a row
+/// once its operands are numbered in order: the rows' C++, one after another.
+fn instruction_by_instruction(stmt: &AsmStatement) -> Option<String> {
+    if stmt.template.contains(['{', '}', '@']) {
+        return None;
+    }
+    let instructions: Vec<&str> = stmt.template.split(';').map(str::trim).filter(|i| !i.is_empty()).collect();
+    if instructions.len() < 2 {
+        return None;
+    }
+    let mut out = Vec::new();
+    for instruction in instructions {
+        let (opcode, rest) = instruction.split_once(' ')?;
+        let mut operands = Vec::new();
+        let mut slots = Vec::new();
+        for (n, operand) in rest.split(',').map(str::trim).enumerate() {
+            slots.push(format!("%{n}"));
+            operands.push(operand_expression(operand, &stmt.operands)?);
+        }
+        let template = format!("{opcode} {};", slots.join(", "));
+        let row = ASM_REWRITES.iter().find(|r| r.template == template)?;
+        out.push(fill(row.replacement, &operands));
+    }
+    Some(out.join(" "))
+}
+
+/// An instruction operand as C++: `%n` the statement's n-th operand, `0fXXXXXXXX` a
+/// float given by its bits, a decimal or hex integer as written.
+fn operand_expression(operand: &str, operands: &[String]) -> Option<String> {
+    if let Some(n) = operand.strip_prefix('%') {
+        return operands.get(n.parse::<usize>().ok()?).map(|o| format!("({o})"));
+    }
+    if let Some(bits) = operand.strip_prefix("0f").or_else(|| operand.strip_prefix("0F")) {
+        return (bits.len() == 8 && bits.chars().all(|c| c.is_ascii_hexdigit())).then(|| format!("__uint_as_float(0x{bits}u)"));
+    }
+    let integer = operand.strip_prefix("0x").map_or_else(|| operand.chars().all(|c| c.is_ascii_digit()), |h| h.chars().all(|c| c.is_ascii_hexdigit()));
+    (integer && !operand.is_empty()).then(|| operand.to_string())
 }
 
 /// The row of [`ASM_NVIDIA_ONLY`] naming an instruction of `template` (each statement's
@@ -131,6 +183,19 @@ mod tests {
     fn unknown_asm_is_an_error_naming_the_template() {
         let err = run(apply, "asm(\"bfind.u32 %0, %1;\" : \"=r\"(x) : \"r\"(y));\n").unwrap_err();
         assert!(err.to_string().starts_with("t.cu:1: asm(\"bfind.u32 %0, %1;\"): no exact"), "{err}");
+    }
+
+    /// vLLM's fused qk-norm/rope kernel clamps two floats with NaN-propagating min/max
+    /// and float immediates: four instructions, each a row
+    #[test]
+    fn a_sequence_of_known_instructions_is_taken_one_by_one() {
+        let src = "asm volatile(\"max.NaN.f32 %0, %0, 0fC5800000; min.NaN.f32 %0, %0, 0f45800000;\" : \"+f\"(x.a));\n";
+        let (out, n) = run(apply, src).unwrap();
+        assert_eq!(out, "(x.a) = candle_fmax_nan_ptx((x.a), __uint_as_float(0xC5800000u)); (x.a) = candle_fmin_nan_ptx((x.a), __uint_as_float(0x45800000u));\n");
+        assert_eq!(n, 1);
+        // one unknown instruction: the whole template is named
+        let err = run(apply, "asm(\"max.NaN.f32 %0, %0, %1; bfind.u32 %0, %1;\" : \"+f\"(a) : \"f\"(b));\n").unwrap_err();
+        assert!(err.to_string().contains("asm(\"max.NaN.f32 %0, %0, %1; bfind.u32 %0, %1;\")"), "{err}");
     }
 
     #[test]
