@@ -447,6 +447,8 @@ inline __half2 __hmul2(__half2 a, __half2 b) { return a * b; }
 inline __half2 __hfma2(__half2 a, __half2 b, __half2 c) { return a * b + c; }
 inline void __syncwarp(unsigned int = 0xffffffffu) {}
 inline void __nanosleep(unsigned int) {}
+// (candle_activemask_w32: no emulated kernel asks for the active lanes; a call would stop here)
+inline unsigned int __activemask() { __builtin_trap(); }
 inline __half2 make_half2(__half x, __half y) { return {x, y}; }
 inline __half2 __halves2half2(__half x, __half y) { return {x, y}; }
 inline __half2 __floats2half2_rn(float x, float y) { return {__half(x), __half(y)}; }
