@@ -88,6 +88,7 @@ pub fn render() -> String {
     for (prefix, cause) in ASM_NVIDIA_ONLY {
         s.push_str(&format!("| `{prefix}...` | refused, NVIDIA-only | {cause} |\n"));
     }
+    s.push_str("| several of the instructions above in one template (`max.NaN.f32 %0, %0, 0fC5800000; min.NaN.f32 ...`) | each as its row, one after another | operands numbered in order; `0fXXXXXXXX` float immediates by their bits |\n");
     s.push_str("| anything else | no rule | |\n");
 
     s.push_str(
