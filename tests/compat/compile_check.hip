@@ -165,6 +165,16 @@ extern "C" __global__ void cc_shfl(const __half* h, const candle_bf16* b, const 
     uo[t] = candle_shfl_xor(u[t], 4, 32) + candle_shfl_up(u[t], 2u, 32);
 }
 
+// Four fp8 e4m3 values at once, from floats, half and bf16 pairs, and back.
+extern "C" __global__ void cc_fp8x4(const float4* f, const __half2* h, const candle_bf16x2* b, uint32_t* o, float4* back) {
+    const int t = threadIdx.x;
+    const candle_fp8x4_e4m3 a(f[t]), c(h[2 * t], h[2 * t + 1]), d(b[2 * t], b[2 * t + 1]);
+    o[3 * t] = a.__x;
+    o[3 * t + 1] = c.__x;
+    o[3 * t + 2] = d.__x;
+    back[t] = static_cast<float4>(a);
+}
+
 // Votes, matches and the active mask over the logical 32-lane warp.
 extern "C" __global__ void cc_votes(const int* i, const float* f, const long long* l, const double* d, unsigned* o) {
     const int t = threadIdx.x;

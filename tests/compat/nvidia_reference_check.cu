@@ -342,6 +342,25 @@ __global__ void k_minmax(const uint32_t* ab, uint64_t n, uint32_t* out /* 4 per 
     }
 }
 
+// 11. __nv_fp8x4_e4m3 from float4, from two half2 and from two bf162, against candle_fp8x4_e4m3.
+__global__ void k_fp8x4(const uint32_t* in, uint64_t n, uint32_t* out /* 6 per quad */) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const float a = __uint_as_float(in[4 * i]), b = __uint_as_float(in[4 * i + 1]);
+        const float c = __uint_as_float(in[4 * i + 2]), d = __uint_as_float(in[4 * i + 3]);
+        const float4 f = make_float4(a, b, c, d);
+        out[6 * i] = __nv_fp8x4_e4m3(f).__x;
+        out[6 * i + 1] = candle_fp8x4_e4m3(f).__x;
+        const __half2 h0 = __floats2half2_rn(a, b), h1 = __floats2half2_rn(c, d);
+        out[6 * i + 2] = __nv_fp8x4_e4m3(h0, h1).__x;
+        out[6 * i + 3] = candle_fp8x4_e4m3(h0, h1).__x;
+        const __nv_bfloat162 b0 = __floats2bfloat162_rn(a, b), b1 = __floats2bfloat162_rn(c, d);
+        const candle_bf16x2 c0 = {candle_bf16::from_bits(__bfloat16_as_ushort(b0.x)), candle_bf16::from_bits(__bfloat16_as_ushort(b0.y))};
+        const candle_bf16x2 c1 = {candle_bf16::from_bits(__bfloat16_as_ushort(b1.x)), candle_bf16::from_bits(__bfloat16_as_ushort(b1.y))};
+        out[6 * i + 4] = __nv_fp8x4_e4m3(b0, b1).__x;
+        out[6 * i + 5] = candle_fp8x4_e4m3(c0, c1).__x;
+    }
+}
+
 int main() {
     const dim3 grid(2048), block(256);
     // 1. Every float -> fp8 e4m3 and -> bf16 (both spellings).
@@ -727,6 +746,30 @@ int main() {
                             bits(candle_fmax_ptx(a, b)), bits(candle_fmin_ptx(a, b)), bits(candle_fmax_nan_ptx(a, b)), bits(candle_fmin_nan_ptx(a, b)));
             }));
         CK(cudaFree(dab)); CK(cudaFree(dout));
+    }
+    // 11. fp8x4 e4m3 packing and conversion.
+    {
+        const uint64_t n = 1ull << 22;
+        std::vector<uint32_t> hin(4 * n);
+        for (auto& v : hin) {
+            const uint64_t r = rnd();
+            float f = (float)((int64_t)(r >> 20) % 1200000) / 1000.0f; // -1200 .. 1200, within and past e4m3's 448
+            if ((r & 7) == 0) f = std::ldexp(f, -(int)((r >> 3) % 24)); // small values and subnormals
+            std::memcpy(&v, &f, 4);
+            if ((r & 63) == 1) v = 0x7fc00000u; // NaN
+        }
+        uint32_t *din, *dout;
+        CK(cudaMalloc(&din, 16 * n)); CK(cudaMalloc(&dout, 24 * n));
+        CK(cudaMemcpy(din, hin.data(), 16 * n, cudaMemcpyHostToDevice));
+        k_fp8x4<<<grid, block>>>(din, n, dout);
+        CK(cudaGetLastError());
+        std::vector<uint32_t> ho(6 * n);
+        CK(cudaMemcpy(ho.data(), dout, 24 * n, cudaMemcpyDeviceToHost));
+        result("__nv_fp8x4_e4m3 from float4/half2/bf162", 3 * n, par_count(n, [&](uint64_t i) {
+            return ho[6 * i] == ho[6 * i + 1] && ho[6 * i + 2] == ho[6 * i + 3] && ho[6 * i + 4] == ho[6 * i + 5]; },
+            [&](uint64_t i) { std::printf("  in %08x %08x %08x %08x: nvidia/ours %08x/%08x %08x/%08x %08x/%08x\n", hin[4 * i], hin[4 * i + 1], hin[4 * i + 2], hin[4 * i + 3],
+                                          ho[6 * i], ho[6 * i + 1], ho[6 * i + 2], ho[6 * i + 3], ho[6 * i + 4], ho[6 * i + 5]); }));
+        CK(cudaFree(din)); CK(cudaFree(dout));
     }
     if (g_bad) std::printf("FAILED: %d exact group(s) differ\n", g_bad);
     else std::printf("all exact groups identical\n");

@@ -623,6 +623,27 @@ CANDLE_DI void candle_st_cs_b32(void* p, uint32_t v) {
     *static_cast<uint32_t*>(p) = v;
 #endif
 }
+// cuda_fp8.h's __nv_fp8x4_e4m3: four OCP e4m3fn values, the first in the low byte of __x,
+// each converted as candle_fp8_e4m3 converts one (round to nearest even, satfinite).
+struct alignas(4) candle_fp8x4_e4m3 {
+    uint32_t __x;
+    candle_fp8x4_e4m3() = default;
+    static CANDLE_HDI uint32_t pack(float a, float b, float c, float d) {
+        return (uint32_t)candle_f32_to_fp8_e4m3(a) | ((uint32_t)candle_f32_to_fp8_e4m3(b) << 8) |
+               ((uint32_t)candle_f32_to_fp8_e4m3(c) << 16) | ((uint32_t)candle_f32_to_fp8_e4m3(d) << 24);
+    }
+    CANDLE_HDI explicit candle_fp8x4_e4m3(float4 f) : __x(pack(f.x, f.y, f.z, f.w)) {}
+    CANDLE_DI explicit candle_fp8x4_e4m3(__half2 lo, __half2 hi)
+        : __x(pack(__low2float(lo), __high2float(lo), __low2float(hi), __high2float(hi))) {}
+    CANDLE_HDI explicit candle_fp8x4_e4m3(candle_bf16x2 lo, candle_bf16x2 hi)
+        : __x(pack(float(lo.x), float(lo.y), float(hi.x), float(hi.y))) {}
+    CANDLE_HDI explicit operator float4() const {
+        return make_float4(candle_fp8_e4m3_to_f32((uint8_t)__x), candle_fp8_e4m3_to_f32((uint8_t)(__x >> 8)),
+                           candle_fp8_e4m3_to_f32((uint8_t)(__x >> 16)), candle_fp8_e4m3_to_f32((uint8_t)(__x >> 24)));
+    }
+};
+static_assert(sizeof(candle_fp8x4_e4m3) == 4, "candle_fp8x4_e4m3 is four fp8 values");
+
 // PTX max.f32 / min.f32 (a NaN operand yields the other; both NaN: the canonical NaN
 // 0x7fffffff; +0 is above -0) and their .NaN forms (any NaN operand: the canonical NaN)
 CANDLE_HDI float candle_canonical_nan_ptx() {

@@ -218,6 +218,7 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("nv_bfloat162", "candle_bf16x2"),
     ("__hip_bfloat162", "candle_bf16x2"),
     ("__nv_fp8_e4m3", "candle_fp8_e4m3"),
+    ("__nv_fp8x4_e4m3", "candle_fp8x4_e4m3"),
     ("__hip_fp8_e4m3", "candle_fp8_e4m3"),
     ("__NV_E4M3", "CANDLE_FP8_E4M3_INTERP"),
     ("__NV_E5M2", "CANDLE_FP8_E5M2_INTERP"),
