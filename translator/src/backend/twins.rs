@@ -547,6 +547,15 @@ impl VisitMut for TwinPass<'_> {
         t.items = self.twin_list(list, trait_item_is_cuda_specific, |s, n| s.visit_trait_item_mut(n));
     }
 
+    fn visit_item_struct_mut(&mut self, st: &mut syn::ItemStruct) {
+        // a type without ROCm twins (UNTWINNED_ITEMS: ug's UgIOp1) keeps its fields as they are,
+        // as its impls, which initialize them, get no twins
+        if UNTWINNED_ITEMS.iter().any(|(name, _, _)| st.ident == name) {
+            return;
+        }
+        syn::visit_mut::visit_item_struct_mut(self, st);
+    }
+
     fn visit_fields_named_mut(&mut self, f: &mut syn::FieldsNamed) {
         let list: Vec<syn::Field> = std::mem::take(&mut f.named).into_iter().collect();
         let out = self.twin_list(list, |field| cfg_mentions_cuda(&field.attrs), |s, field| s.visit_field_mut(field));
