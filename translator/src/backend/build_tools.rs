@@ -30,6 +30,7 @@ use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 
+use super::cuda_gates::calls_any;
 use super::gaps::{describe, Gap};
 use super::mapping::{BuildToolMethod, BUILD_TOOL_METHODS, BUILD_TOOL_NAMES, LINK_LIBRARIES};
 use super::mirror::{parse, print};
@@ -208,21 +209,11 @@ impl<'ast> syn::visit::Visit<'ast> for CallCounter<'_> {
 
     /// `println!("{}", probe())`: a call in a macro's arguments
     fn visit_macro(&mut self, mac: &'ast syn::Macro) {
-        fn scan(tokens: TokenStream, probes: &BTreeSet<String>, called: &mut BTreeSet<String>) {
-            let tokens: Vec<TokenTree> = tokens.into_iter().collect();
-            for (i, t) in tokens.iter().enumerate() {
-                match t {
-                    TokenTree::Ident(name) if matches!(tokens.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis) => {
-                        if let Some(p) = probes.get(&name.to_string()) {
-                            called.insert(p.clone());
-                        }
-                    }
-                    TokenTree::Group(g) => scan(g.stream(), probes, called),
-                    _ => {}
-                }
+        for probe in self.probes {
+            if calls_any(mac.tokens.clone(), std::slice::from_ref(probe)) {
+                self.called.insert(probe.clone());
             }
         }
-        scan(mac.tokens.clone(), self.probes, &mut self.called);
     }
 }
 

@@ -46,7 +46,7 @@ pub fn gate(file: &mut syn::File) -> usize {
 }
 
 /// Whether `tokens` name one of `functions` followed by a call's parentheses.
-fn calls_any(tokens: proc_macro2::TokenStream, functions: &[String]) -> bool {
+pub(super) fn calls_any(tokens: proc_macro2::TokenStream, functions: &[String]) -> bool {
     let tokens: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
     tokens.iter().enumerate().any(|(i, t)| match t {
         proc_macro2::TokenTree::Ident(id) => {

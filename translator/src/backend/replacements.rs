@@ -185,19 +185,14 @@ fn matches(pattern: &[proc_macro2::TokenTree], subject: &[proc_macro2::TokenTree
         [T::Punct(dollar), T::Ident(name), rest @ ..] if dollar.as_char() == '$' => {
             let name = name.to_string();
             for take in 1..=subject.len() {
-                let value: proc_macro2::TokenStream = subject[..take].iter().cloned().collect();
-                let value = value.to_string();
-                if let Some((_, bound)) = holes.0.iter().find(|(n, _)| *n == name) {
-                    if *bound != value {
-                        continue;
-                    }
-                    if matches(rest, &subject[take..], holes) {
-                        return true;
-                    }
-                    continue;
-                }
+                let value = subject[..take].iter().cloned().collect::<proc_macro2::TokenStream>().to_string();
                 let mark = holes.0.len();
-                holes.0.push((name.clone(), value));
+                match holes.0.iter().find(|(n, _)| *n == name) {
+                    // a hole named again matches what it matched the first time
+                    Some((_, bound)) if *bound != value => continue,
+                    Some(_) => {}
+                    None => holes.0.push((name.clone(), value)),
+                }
                 if matches(rest, &subject[take..], holes) {
                     return true;
                 }
@@ -209,9 +204,9 @@ fn matches(pattern: &[proc_macro2::TokenTree], subject: &[proc_macro2::TokenTree
             let Some((head, tail)) = subject.split_first() else { return false };
             let mark = holes.0.len();
             let same = match (first, head) {
-                (T::Group(a), T::Group(b)) => {
+                (T::Group(a), T::Group(b)) if a.delimiter() == b.delimiter() => {
                     let (a, b): (Vec<_>, Vec<_>) = (a.stream().into_iter().collect(), b.stream().into_iter().collect());
-                    first_delimiter(first) == first_delimiter(head) && matches(&a, &b, holes)
+                    matches(&a, &b, holes)
                 }
                 (T::Ident(a), T::Ident(b)) => a == b,
                 (T::Punct(a), T::Punct(b)) => a.as_char() == b.as_char(),
@@ -224,13 +219,6 @@ fn matches(pattern: &[proc_macro2::TokenTree], subject: &[proc_macro2::TokenTree
             holes.0.truncate(mark);
             false
         }
-    }
-}
-
-fn first_delimiter(t: &proc_macro2::TokenTree) -> Option<proc_macro2::Delimiter> {
-    match t {
-        proc_macro2::TokenTree::Group(g) => Some(g.delimiter()),
-        _ => None,
     }
 }
 

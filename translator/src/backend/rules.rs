@@ -39,18 +39,16 @@ fn rewrite_under(stream: TokenStream, counts: &mut BTreeMap<&'static str, usize>
                     i += consumed;
                     continue;
                 }
-                if let Some((consumed, replacement)) = match_prefix(&tokens, i) {
+                if let Some((consumed, parts, replacement)) = match_prefix(&tokens, i) {
                     push_path(&mut out, replacement, ident);
                     *counts.entry("path-prefixes").or_default() += 1;
                     i += consumed;
                     // `cudarc::{...}`: the group's elements continue the path
                     if let (true, Some(TokenTree::Group(g))) = (is_path_sep(&tokens, i), tokens.get(i + 2)) {
                         if g.delimiter() == proc_macro2::Delimiter::Brace {
-                            let parts = prefix_parts(&tokens[i - consumed..i]);
-                            let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
                             out.push(tokens[i].clone());
                             out.push(tokens[i + 1].clone());
-                            let mut group = Group::new(g.delimiter(), rewrite_under(g.stream(), counts, &parts));
+                            let mut group = Group::new(g.delimiter(), rewrite_under(g.stream(), counts, parts));
                             group.set_span(g.span());
                             out.push(group.into());
                             i += 3;
@@ -91,59 +89,37 @@ fn rewrite_under(stream: TokenStream, counts: &mut BTreeMap<&'static str, usize>
     out.into_iter().collect()
 }
 
-/// Tokens consumed and replacement of a path prefix starting at `i`.
-fn match_prefix(tokens: &[TokenTree], i: usize) -> Option<(usize, &'static [&'static str])> {
-    'rows: for (parts, replacement) in PATH_PREFIXES {
-        let mut at = i;
-        for (n, part) in parts.iter().enumerate() {
-            if n > 0 {
-                if !is_path_sep(tokens, at) {
-                    continue 'rows;
-                }
-                at += 2;
-            }
-            match tokens.get(at) {
-                Some(TokenTree::Ident(id)) if id == part => at += 1,
-                _ => continue 'rows,
-            }
-        }
-        return Some((at - i, *replacement));
-    }
-    None
-}
-
-/// The identifiers of a matched prefix's tokens (`cudarc :: cublas` → `[cudarc, cublas]`).
-fn prefix_parts(tokens: &[TokenTree]) -> Vec<String> {
-    tokens.iter().filter_map(|t| match t {
-        TokenTree::Ident(id) => Some(id.to_string()),
-        _ => None,
-    }).collect()
+/// Tokens consumed, the row's path and its replacement, of a path prefix starting at `i`.
+fn match_prefix(tokens: &[TokenTree], i: usize) -> Option<(usize, &'static [&'static str], &'static [&'static str])> {
+    PATH_PREFIXES.iter().find_map(|(parts, replacement)| match_path(tokens, i, parts).map(|n| (n, *parts, *replacement)))
 }
 
 /// A prefix row that continues `under` at `i` (inside `under::{...}`): tokens consumed,
 /// and the part of the replacement past `under`'s own replacement.
 fn match_prefix_under(tokens: &[TokenTree], i: usize, under: &[&str]) -> Option<(usize, &'static [&'static str])> {
     let (_, under_to) = PATH_PREFIXES.iter().find(|(parts, _)| *parts == under)?;
-    'rows: for (parts, replacement) in PATH_PREFIXES {
-        if parts.len() <= under.len() || &parts[..under.len()] != under || !replacement.starts_with(under_to) {
-            continue;
-        }
-        let mut at = i;
-        for (n, part) in parts[under.len()..].iter().enumerate() {
-            if n > 0 {
-                if !is_path_sep(tokens, at) {
-                    continue 'rows;
-                }
-                at += 2;
+    PATH_PREFIXES.iter().find_map(|(parts, replacement)| {
+        let continues = parts.len() > under.len() && &parts[..under.len()] == under && replacement.starts_with(under_to);
+        continues.then(|| match_path(tokens, i, &parts[under.len()..])).flatten().map(|n| (n, &replacement[under_to.len()..]))
+    })
+}
+
+/// How many tokens from `i` spell the path `parts` (`cudarc :: cublas`), if they do.
+fn match_path(tokens: &[TokenTree], i: usize, parts: &[&str]) -> Option<usize> {
+    let mut at = i;
+    for (n, part) in parts.iter().enumerate() {
+        if n > 0 {
+            if !is_path_sep(tokens, at) {
+                return None;
             }
-            match tokens.get(at) {
-                Some(TokenTree::Ident(id)) if id == part => at += 1,
-                _ => continue 'rows,
-            }
+            at += 2;
         }
-        return Some((at - i, &replacement[under_to.len()..]));
+        match tokens.get(at) {
+            Some(TokenTree::Ident(id)) if id == part => at += 1,
+            _ => return None,
+        }
     }
-    None
+    Some(at - i)
 }
 
 /// `::` at `at` (two `:` puncts, the first joint).

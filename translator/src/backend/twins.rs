@@ -402,6 +402,15 @@ impl TwinPass<'_> {
         Some(twin)
     }
 
+    /// Rule `exhaustive-twins` on an original and its twin: the matches inside each
+    /// stay exhaustive (the original's gain the `Rocm` arm, the twin's the `Cuda` arm).
+    fn complete_matches<T: Twinnable>(&mut self, node: &mut T, twin: Option<&mut T>) {
+        node.complete_matches(&mut ExhaustiveTwins { own: "Cuda", other: "Rocm", counts: self.counts });
+        if let Some(t) = twin {
+            t.complete_matches(&mut ExhaustiveTwins { own: "Rocm", other: "Cuda", counts: self.counts });
+        }
+    }
+
     fn twin_list<T: Twinnable + 'static>(&mut self, list: Vec<T>, mut specific: impl FnMut(&mut T) -> bool, mut recurse: impl FnMut(&mut Self, &mut T)) -> Vec<T> {
         let mut out = Vec::with_capacity(list.len());
         for mut node in list {
@@ -409,9 +418,8 @@ impl TwinPass<'_> {
                 out.push(node);
             } else if specific(&mut node) {
                 let mut twin = self.twin(&node);
-                node.complete_matches(&mut ExhaustiveTwins { own: "Cuda", other: "Rocm", counts: self.counts });
+                self.complete_matches(&mut node, twin.as_mut());
                 if let Some(t) = &mut twin {
-                    t.complete_matches(&mut ExhaustiveTwins { own: "Rocm", other: "Cuda", counts: self.counts });
                     if ungated_imports_of_one_name(&mut node, t) {
                         *self.counts.entry("same-name-imports").or_default() += 1;
                     } else if t.declares().is_some() && t.declares() == node.declares() {
@@ -594,10 +602,7 @@ impl VisitMut for TwinPass<'_> {
                 let mut twin = self.twin(&arm);
                 // matches inside the arm and its twin stay exhaustive (mistralrs-core's
                 // device map matches `d.location()` again inside its `Cuda` arm)
-                arm.complete_matches(&mut ExhaustiveTwins { own: "Cuda", other: "Rocm", counts: self.counts });
-                if let Some(t) = &mut twin {
-                    t.complete_matches(&mut ExhaustiveTwins { own: "Rocm", other: "Cuda", counts: self.counts });
-                }
+                self.complete_matches(&mut arm, twin.as_mut());
                 out.push(arm);
                 out.extend(twin);
             } else {
