@@ -85,7 +85,7 @@ typedef struct {
 #define QR8_1 1
 #define QI8_1 (QK8_1 / (4 * QR8_1))
 typedef struct {
-  half2 ds;
+  candle_half2 ds;
   int8_t qs[QK8_0];
 } block_q8_1;
 
@@ -94,7 +94,7 @@ typedef struct {
 typedef struct {
   uint8_t scales[QK_K / 16];
   uint8_t qs[QK_K / 4];
-  half2 dm;
+  candle_half2 dm;
 } block_q2_K;
 
 #define QR3_K 4
@@ -109,7 +109,7 @@ typedef struct {
 #define QR4_K 2
 #define QI4_K (QK_K / (4 * QR4_K))
 typedef struct {
-  half2 dm;
+  candle_half2 dm;
   uint8_t scales[3 * QK_K / 64];
   uint8_t qs[QK_K / 2];
 } block_q4_K;
@@ -117,7 +117,7 @@ typedef struct {
 #define QR5_K 2
 #define QI5_K (QK_K / (4 * QR5_K))
 typedef struct {
-  half2 dm;
+  candle_half2 dm;
   uint8_t scales[K_SCALE_SIZE];
   uint8_t qh[QK_K / 8];
   uint8_t qs[QK_K / 2];
@@ -144,7 +144,7 @@ typedef struct {
 #define QR4_1 2
 #define QI4_1 (QK4_1 / (4 * QR4_1))
 typedef struct {
-  half2 dm;
+  candle_half2 dm;
   uint8_t qs[QK4_1 / 2];
 } block_q4_1;
 
@@ -161,7 +161,7 @@ typedef struct {
 #define QR5_1 2
 #define QI5_1 (QK5_1 / (4 * QR5_1))
 typedef struct {
-  half2 dm;
+  candle_half2 dm;
   uint8_t qh[4];
   uint8_t qs[QK5_1 / 2];
 } block_q5_1;
@@ -186,7 +186,7 @@ typedef struct {
 template <int vdr>
 static __device__ __forceinline__ float
 vec_dot_q4_0_q8_1_impl(const int *v, const int *u, const float &d4,
-                       const half2 &ds8) {
+                       const candle_half2 &ds8) {
   int sumi = 0;
 #pragma unroll
   for (int i = 0; i < vdr; ++i) {
@@ -201,8 +201,8 @@ vec_dot_q4_0_q8_1_impl(const int *v, const int *u, const float &d4,
 
 template <int vdr>
 static __device__ __forceinline__ float
-vec_dot_q4_1_q8_1_impl(const int *v, const int *u, const half2 &dm4,
-                       const half2 &ds8) {
+vec_dot_q4_1_q8_1_impl(const int *v, const int *u, const candle_half2 &dm4,
+                       const candle_half2 &ds8) {
   int sumi = 0;
 #pragma unroll
   for (int i = 0; i < vdr; ++i) {
@@ -221,7 +221,7 @@ vec_dot_q4_1_q8_1_impl(const int *v, const int *u, const half2 &dm4,
 template <int vdr>
 static __device__ __forceinline__ float
 vec_dot_q5_0_q8_1_impl(const int *vl, const int *vh, const int *u,
-                       const float &d5, const half2 &ds8) {
+                       const float &d5, const candle_half2 &ds8) {
   int sumi = 0;
 #pragma unroll
   for (int i = 0; i < vdr; ++i) {
@@ -246,7 +246,7 @@ vec_dot_q5_0_q8_1_impl(const int *vl, const int *vh, const int *u,
 template <int vdr>
 static __device__ __forceinline__ float
 vec_dot_q5_1_q8_1_impl(const int *vl, const int *vh, const int *u,
-                       const half2 &dm5, const half2 &ds8) {
+                       const candle_half2 &dm5, const candle_half2 &ds8) {
   int sumi = 0;
 #pragma unroll
   for (int i = 0; i < vdr; ++i) {
@@ -286,7 +286,7 @@ vec_dot_q8_0_q8_1_impl(const int *v, const int *u, const half &d8_0,
 static __device__ __forceinline__ float
 vec_dot_q2_K_q8_1_impl_mmvq(const int &v, const int *__restrict__ u,
                             const uint8_t *__restrict__ scales,
-                            const half2 &dm2, const float *__restrict__ d8) {
+                            const candle_half2 &dm2, const float *__restrict__ d8) {
   float sumf_d = 0.0f;
   float sumf_m = 0.0f;
 #pragma unroll
@@ -330,7 +330,7 @@ static __device__ __forceinline__ float vec_dot_q3_K_q8_1_impl_mmvq(
 static __device__ __forceinline__ float vec_dot_q4_K_q8_1_impl_vmmq(
     const int *__restrict__ v, const int *__restrict__ u,
     const uint8_t *__restrict__ sc, const uint8_t *__restrict__ m,
-    const half2 &dm4, const float *__restrict__ d8) {
+    const candle_half2 &dm4, const float *__restrict__ d8) {
   float sumf_d = 0.0f;
   float sumf_m = 0.0f;
 #pragma unroll
@@ -351,7 +351,7 @@ static __device__ __forceinline__ float vec_dot_q4_K_q8_1_impl_vmmq(
 static __device__ __forceinline__ float vec_dot_q5_K_q8_1_impl_vmmq(
     const int *__restrict__ vl, const int *__restrict__ vh,
     const int *__restrict__ u, const uint8_t *__restrict__ sc,
-    const uint8_t *__restrict__ m, const half2 &dm5,
+    const uint8_t *__restrict__ m, const candle_half2 &dm5,
     const float *__restrict__ d8) {
   float sumf_d = 0.0f;
   float sumf_m = 0.0f;

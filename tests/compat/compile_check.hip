@@ -183,6 +183,35 @@ extern "C" __global__ void cc_votes(const int* i, const float* f, const long lon
            candle_match_any_w32(i[t]) + candle_match_any_w32(f[t]) + candle_match_any_w32(l[t]) + candle_match_any_w32(d[t]) +
            candle_match_all_w32((unsigned)i[t], &same) + (unsigned)same + candle_lane_id();
     candle_syncwarp();
+    // with a partial mask (the mask's lanes only)
+    const unsigned m = 0xffu << (candle_lane_id() & 24u);
+    if (i[t] & 2) {
+        o[t] += candle_ballot_w32_in(m, i[t] & 1) + candle_any_w32_in(m, i[t]) + candle_all_w32_in(m, i[t]) +
+                candle_match_any_w32_in(m, f[t]) + candle_match_all_w32_in(m, l[t], &same) + (unsigned)same +
+                candle_reduce_add_w32_in(m, i[t]) + candle_reduce_max_w32_in(m, (unsigned)i[t]) + candle_reduce_min_w32_in(m, i[t]);
+    }
+}
+
+// cuda_fp16.h's pair: x and y are __half on every release (HIP 5.2.3's own __half2 has raw
+// unsigned shorts there), the same four bytes as __half2, with its operators.
+static_assert(std::is_same<decltype(candle_half2{}.x), __half>::value, "candle_half2's x is a __half");
+static_assert(std::is_same<decltype(candle_half2{}.y), __half>::value, "candle_half2's y is a __half");
+static_assert(sizeof(candle_half2) == 4 && std::is_trivially_copyable<candle_half2>::value, "candle_half2 is four bytes");
+extern "C" __global__ void cc_half2(const candle_half2* in, candle_half2* out, float* f, bool* eq) {
+    const int t = threadIdx.x;
+    candle_half2 a = in[t], b = __halves2half2(in[t].y, in[t].x);
+    candle_half2 c = a + b * a - b / a;
+    c += a;
+    c -= b;
+    c *= a;
+    c /= b;
+    c = -c;
+    c.x = __hadd(a.x, b.y);
+    out[t] = __hfma2(c, a, b);
+    f[t] = __half2float(c.x) + __low2float(c) + __half22float2(a).y;
+    eq[t] = a == b || a != c;
+    const __half2 plain = c;
+    out[t + 1] = candle_half2(plain);
 }
 
 // The host/device parts also work in host code.

@@ -272,6 +272,12 @@ static uint64_t rnd() {
 // NVIDIA's own intrinsics, in one kernel, on a 2-D block (the lane id's linearisation).
 // Each thread writes WARP_PAIRS (ours, NVIDIA's) pairs.
 #define WARP_PAIRS 13
+// (ours, NVIDIA's) into o[k], o[k + 1]
+#define PAIR(ours, nv)                 \
+    do {                               \
+        o[k++] = (uint32_t)(ours);     \
+        o[k++] = (uint32_t)(nv);       \
+    } while (0)
 __global__ void k_warp(const uint32_t* in, uint32_t* out) {
     const unsigned tid = threadIdx.x + blockDim.x * threadIdx.y;
     const size_t g = (size_t)blockIdx.x * (blockDim.x * blockDim.y) + tid;
@@ -280,11 +286,6 @@ __global__ void k_warp(const uint32_t* in, uint32_t* out) {
     unsigned laneid;
     asm volatile("mov.u32 %0, %%laneid;" : "=r"(laneid));
     int k = 0;
-#define PAIR(ours, nv)                 \
-    do {                               \
-        o[k++] = (uint32_t)(ours);     \
-        o[k++] = (uint32_t)(nv);       \
-    } while (0)
     PAIR(candle_lane_id(), laneid);
     const int p = v & 1;
     PAIR(candle_ballot_w32(p), __ballot_sync(~0u, p));
@@ -309,7 +310,43 @@ __global__ void k_warp(const uint32_t* in, uint32_t* out) {
     PAIR(candle_reduce_add_w32(v >> 8), __reduce_add_sync(~0u, v >> 8));
     PAIR(candle_reduce_max_w32(v), __reduce_max_sync(~0u, v));
     PAIR(candle_reduce_min_w32((int)v), __reduce_min_sync(~0u, (int)v));
-#undef PAIR
+}
+
+// 9b. The same with partial masks, in divergent code: only some 8-lane groups of a warp (chosen
+// by its lane 0's value) take the branch, and each calls with its group's mask; the shuffle's
+// mask is dropped. Threads outside the branch write equal pairs.
+#define MASKED_PAIRS 11
+__global__ void k_warp_masked(const uint32_t* in, uint32_t* out) {
+    const unsigned tid = threadIdx.x + blockDim.x * threadIdx.y;
+    const size_t g = (size_t)blockIdx.x * (blockDim.x * blockDim.y) + tid;
+    const uint32_t v = in[g];
+    uint32_t* o = out + g * 2 * MASKED_PAIRS;
+    for (int f = 0; f < 2 * MASKED_PAIRS; ++f) o[f] = 0;
+    const unsigned lane = candle_lane_id();
+    const unsigned group = lane >> 3;
+    const uint32_t w = __shfl_sync(~0u, v, 0);
+    if (!((w >> group) & 1u)) return;
+    const unsigned gmask = 0xffu << (8 * group);
+    int k = 0;
+    const int p = v & 1;
+    PAIR(candle_ballot_w32_in(gmask, p), __ballot_sync(gmask, p));
+    const int q = (v & 0xf) != 0;
+    PAIR(candle_any_w32_in(gmask, !q), __any_sync(gmask, !q));
+    PAIR(candle_all_w32_in(gmask, q), __all_sync(gmask, q));
+    const int key = (int)(v % 3u);
+    PAIR(candle_match_any_w32_in(gmask, key), __match_any_sync(gmask, key));
+    const unsigned mk = ((w >> 4) & 1u) ? 5u : (v >> 13) % 2u;
+    int p_ours = -1, p_nv = -1;
+    const unsigned m_ours = candle_match_all_w32_in(gmask, mk, &p_ours);
+    const unsigned m_nv = __match_all_sync(gmask, mk, &p_nv);
+    PAIR(m_ours, m_nv);
+    PAIR(p_ours, p_nv);
+    PAIR(candle_reduce_add_w32_in(gmask, v >> 8), __reduce_add_sync(gmask, v >> 8));
+    PAIR(candle_reduce_max_w32_in(gmask, v), __reduce_max_sync(gmask, v));
+    PAIR(candle_reduce_min_w32_in(gmask, (int)v), __reduce_min_sync(gmask, (int)v));
+    PAIR(candle_shfl_xor(v, 5u, 8), __shfl_xor_sync(gmask, v, 5, 8));
+    // the active lanes of the warp as the mask (__activemask() is candle_activemask_w32)
+    PAIR(candle_ballot_w32_in(candle_activemask_w32(), p), __ballot_sync(__activemask(), p));
 }
 
 // PTX lop3.b32 for every truth table (an immediate operand: one instantiation per table)
@@ -687,17 +724,30 @@ int main() {
         CK(cudaMemcpy(din, hin.data(), 4 * n, cudaMemcpyHostToDevice));
         k_warp<<<blocks, dim3(16, 8)>>>(din, dout);
         CK(cudaGetLastError());
-        std::vector<uint32_t> ho(n * 2 * WARP_PAIRS);
-        CK(cudaMemcpy(ho.data(), dout, 4 * n * 2 * WARP_PAIRS, cudaMemcpyDeviceToHost));
+        // every thread's (ours, NVIDIA's) pairs, equal pair by pair
+        auto compare_pairs = [&](const char* group, int pairs, const char* const* names) {
+            std::vector<uint32_t> h(n * 2 * pairs);
+            CK(cudaMemcpy(h.data(), dout, 4 * n * 2 * pairs, cudaMemcpyDeviceToHost));
+            auto differs = [&](uint64_t i, int f) { return h[(i * pairs + f) * 2] != h[(i * pairs + f) * 2 + 1]; };
+            result(group, n * pairs, par_count(n, [&](uint64_t i) {
+                for (int f = 0; f < pairs; ++f) if (differs(i, f)) return false;
+                return true; },
+                [&](uint64_t i) {
+                    for (int f = 0; f < pairs; ++f) if (differs(i, f))
+                        std::printf("  thread %llu %s: ours %08x nvidia %08x\n", (unsigned long long)i, names[f], h[(i * pairs + f) * 2], h[(i * pairs + f) * 2 + 1]);
+                }));
+        };
         static const char* names[WARP_PAIRS] = {"lane id", "ballot", "any", "all", "match_any int", "match_any float",
             "match_any u64", "match_any double", "match_all", "match_all pred", "reduce_add", "reduce_max", "reduce_min"};
-        result("votes, matches, reductions, lane id", n * WARP_PAIRS, par_count(n, [&](uint64_t i) {
-            for (int f = 0; f < WARP_PAIRS; ++f) if (ho[(i * WARP_PAIRS + f) * 2] != ho[(i * WARP_PAIRS + f) * 2 + 1]) return false;
-            return true; },
-            [&](uint64_t i) {
-                for (int f = 0; f < WARP_PAIRS; ++f) if (ho[(i * WARP_PAIRS + f) * 2] != ho[(i * WARP_PAIRS + f) * 2 + 1])
-                    std::printf("  thread %llu %s: ours %08x nvidia %08x\n", (unsigned long long)i, names[f], ho[(i * WARP_PAIRS + f) * 2], ho[(i * WARP_PAIRS + f) * 2 + 1]);
-            }));
+        compare_pairs("votes, matches, reductions, lane id", WARP_PAIRS, names);
+        CK(cudaFree(dout));
+
+        CK(cudaMalloc(&dout, 4 * n * 2 * MASKED_PAIRS));
+        k_warp_masked<<<blocks, dim3(16, 8)>>>(din, dout);
+        CK(cudaGetLastError());
+        static const char* masked_names[MASKED_PAIRS] = {"ballot", "any", "all", "match_any", "match_all", "match_all pred",
+            "reduce_add", "reduce_max", "reduce_min", "shfl_xor width 8", "ballot of the active lanes"};
+        compare_pairs("the same with partial masks, divergent", MASKED_PAIRS, masked_names);
         CK(cudaFree(din)); CK(cudaFree(dout));
 
         const uint64_t t = 1ull << 16;

@@ -259,6 +259,38 @@ struct candle_half2_raw {
     }
 };
 static_assert(sizeof(candle_half2_raw) == sizeof(__half2), "candle_half2_raw is two halves");
+
+// cuda_fp16.h's __half2 / half2, whose members x and y are __half values. ROCm 6+'s __half2 has
+// them too, and candle_half2 is that very type. HIP 5.2.3's names its halves x and y as raw
+// unsigned shorts: `__half2float(h2.x)` would convert the bit pattern as an integer. There
+// candle_half2 is candle_half2_of_halves: the same four bytes, x and y __half, converting to
+// and from __half2 bit for bit, with __half2's operators.
+struct candle_half2_of_halves {
+    __half x;
+    __half y;
+    candle_half2_of_halves() = default;
+    CANDLE_HDI candle_half2_of_halves(const __half2& p) { __builtin_memcpy(this, &p, sizeof p); }
+    CANDLE_HDI candle_half2_of_halves(const __half& lo, const __half& hi) : x(lo), y(hi) {}
+    CANDLE_HDI operator __half2() const {
+        __half2 p;
+        __builtin_memcpy(&p, this, sizeof p);
+        return p;
+    }
+    CANDLE_DI candle_half2_of_halves& operator+=(const candle_half2_of_halves& o) { return *this = __hadd2(*this, o); }
+    CANDLE_DI candle_half2_of_halves& operator-=(const candle_half2_of_halves& o) { return *this = __hsub2(*this, o); }
+    CANDLE_DI candle_half2_of_halves& operator*=(const candle_half2_of_halves& o) { return *this = __hmul2(*this, o); }
+    CANDLE_DI candle_half2_of_halves& operator/=(const candle_half2_of_halves& o) { return *this = __h2div(*this, o); }
+    CANDLE_DI candle_half2_of_halves operator+() const { return *this; }
+    CANDLE_DI candle_half2_of_halves operator-() const { return __hneg2(*this); }
+    CANDLE_DI friend candle_half2_of_halves operator+(candle_half2_of_halves a, const candle_half2_of_halves& b) { return a += b; }
+    CANDLE_DI friend candle_half2_of_halves operator-(candle_half2_of_halves a, const candle_half2_of_halves& b) { return a -= b; }
+    CANDLE_DI friend candle_half2_of_halves operator*(candle_half2_of_halves a, const candle_half2_of_halves& b) { return a *= b; }
+    CANDLE_DI friend candle_half2_of_halves operator/(candle_half2_of_halves a, const candle_half2_of_halves& b) { return a /= b; }
+    CANDLE_DI friend bool operator==(const candle_half2_of_halves& a, const candle_half2_of_halves& b) { return __hbeq2(a, b); }
+    CANDLE_DI friend bool operator!=(const candle_half2_of_halves& a, const candle_half2_of_halves& b) { return __hbne2(a, b); }
+};
+static_assert(sizeof(candle_half2_of_halves) == sizeof(__half2), "candle_half2_of_halves is two halves");
+typedef std::conditional<std::is_same<decltype(__half2{}.x), __half>::value, __half2, candle_half2_of_halves>::type candle_half2;
 CANDLE_DI candle_half2_raw candle_cvt_fp8x2_to_halfraw2(uint16_t bits, int interp) {
     return __halves2half2(candle_cvt_fp8_to_halfraw((uint8_t)(bits & 0xFFu), interp), candle_cvt_fp8_to_halfraw((uint8_t)(bits >> 8), interp));
 }
@@ -570,6 +602,49 @@ template <typename T> CANDLE_DI unsigned int candle_match_all_w32(T value, int *
     *pred = all;
     return all ? 0xffffffffu : 0u;
 }
+
+// The same intrinsics with a partial mask (`__shfl_xor_sync(group_mask, ...)`,
+// `__ballot_sync(__activemask(), ...)`): only the lanes the mask names count. CUDA requires
+// those lanes to execute the call together; the others may be inactive, so nothing here reads
+// a value of a lane outside the mask and keeps it. (Shuffles need no variant: a lane reads the
+// lane it names, which CUDA requires to be in the mask.)
+CANDLE_DI unsigned int candle_ballot_w32_in(unsigned int mask, int pred) {
+#if defined(__HIP_PLATFORM_AMD__)
+    // the hardware ballot: inactive lanes are 0; the thread's half of it on wave64
+    return (unsigned int)(__ballot(pred) >> (__lane_id() & ~31u)) & mask;
+#else
+    // the same on NVIDIA (hip-on-cuda): a ballot of the active lanes, then the mask
+    return __ballot_sync(__activemask(), pred) & mask;
+#endif
+}
+CANDLE_DI int candle_any_w32_in(unsigned int mask, int pred) { return candle_ballot_w32_in(mask, pred) != 0u; }
+CANDLE_DI int candle_all_w32_in(unsigned int mask, int pred) { return candle_ballot_w32_in(mask, !pred) == 0u; }
+template <typename T> CANDLE_DI unsigned int candle_match_any_w32_in(unsigned int mask, T value) {
+    return candle_match_any_w32(value) & mask;
+}
+template <typename T> CANDLE_DI unsigned int candle_match_all_w32_in(unsigned int mask, T value, int *pred) {
+    const bool all = (candle_match_any_w32(value) & mask) == mask;
+    *pred = all;
+    return all ? mask : 0u;
+}
+// Reductions over the mask's lanes: every lane reads each of the 32 lanes in turn (uniform
+// control flow) and keeps the values of the mask's lanes only.
+#define CANDLE_REDUCE_W32_IN(NAME, T, INIT, COMBINE)                                         \
+    CANDLE_DI T NAME(unsigned int mask, T x) {                                               \
+        T acc = INIT;                                                                        \
+        _Pragma("unroll") for (int lane = 0; lane < 32; ++lane) {                            \
+            const T y = (T)__shfl((int)x, lane, 32);                                         \
+            if ((mask >> lane) & 1u) acc = COMBINE;                                          \
+        }                                                                                    \
+        return acc;                                                                          \
+    }
+CANDLE_REDUCE_W32_IN(candle_reduce_add_w32_in, int, 0, (int)((unsigned int)acc + (unsigned int)y))
+CANDLE_REDUCE_W32_IN(candle_reduce_add_w32_in, unsigned int, 0u, acc + y)
+CANDLE_REDUCE_W32_IN(candle_reduce_min_w32_in, int, x, (y < acc ? y : acc))
+CANDLE_REDUCE_W32_IN(candle_reduce_min_w32_in, unsigned int, x, (y < acc ? y : acc))
+CANDLE_REDUCE_W32_IN(candle_reduce_max_w32_in, int, x, (y > acc ? y : acc))
+CANDLE_REDUCE_W32_IN(candle_reduce_max_w32_in, unsigned int, x, (y > acc ? y : acc))
+#undef CANDLE_REDUCE_W32_IN
 
 // __nanosleep(ns): a wait of about ns nanoseconds (a hint in CUDA too). AMD's s_sleep waits
 // 64 x N clocks (N at most 127): at a 1-2 GHz shader clock one step is 32-64 ns.

@@ -135,22 +135,22 @@ enum ggml_type {
 #define QI3_XS  (QK_K / (4 * QR3_XS))
 
 // ============================================================
-// Block type definitions (CUDA half/half2)
+// Block type definitions (CUDA half/candle_half2)
 // ============================================================
 
 typedef struct { half d; uint8_t qs[QK4_0 / 2]; } block_q4_0;
-typedef struct { half2 dm; uint8_t qs[QK4_1 / 2]; } block_q4_1;
+typedef struct { candle_half2 dm; uint8_t qs[QK4_1 / 2]; } block_q4_1;
 typedef struct { uint8_t e; uint8_t qs[QK_MXFP4/2]; } block_mxfp4;
 typedef struct { uint8_t d[QK_NVFP4/QK_NVFP4_SUB]; uint8_t qs[QK_NVFP4/2]; } block_nvfp4;
 typedef struct { half d; uint8_t qh[4]; uint8_t qs[QK5_0 / 2]; } block_q5_0;
-typedef struct { half2 dm; uint8_t qh[4]; uint8_t qs[QK5_1 / 2]; } block_q5_1;
+typedef struct { candle_half2 dm; uint8_t qh[4]; uint8_t qs[QK5_1 / 2]; } block_q5_1;
 typedef struct { half d; int8_t qs[QK8_0]; } block_q8_0;
-typedef struct { half2 ds; int8_t qs[QK8_1]; } block_q8_1;
+typedef struct { candle_half2 ds; int8_t qs[QK8_1]; } block_q8_1;
 
 typedef struct {
     uint8_t scales[QK_K/16];
     uint8_t qs[QK_K/4];
-    half2 dm;
+    candle_half2 dm;
 } block_q2_K;
 
 typedef struct {
@@ -161,13 +161,13 @@ typedef struct {
 } block_q3_K;
 
 typedef struct {
-    half2 dm;
+    candle_half2 dm;
     uint8_t scales[K_SCALE_SIZE];
     uint8_t qs[QK_K/2];
 } block_q4_K;
 
 typedef struct {
-    half2 dm;
+    candle_half2 dm;
     uint8_t scales[K_SCALE_SIZE];
     uint8_t qh[QK_K/8];
     uint8_t qs[QK_K/2];

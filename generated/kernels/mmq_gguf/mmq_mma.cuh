@@ -45,8 +45,8 @@ static __device__ __forceinline__ int ggml_cuda_movmatrix(const int x) {
 }
 
 
-static __device__ __forceinline__ half2 ggml_cuda_movmatrix(const half2 x) {
-    half2 ret;
+static __device__ __forceinline__ candle_half2 ggml_cuda_movmatrix(const candle_half2 x) {
+    candle_half2 ret;
     *((int *) &ret) = ggml_cuda_movmatrix(*((const int *) &x));
     return ret;
 }
@@ -233,14 +233,14 @@ namespace ggml_cuda_mma {
     };
 
     template <int I_, int J_>
-    struct tile<I_, J_, half2, DATA_LAYOUT_I_MAJOR> {
+    struct tile<I_, J_, candle_half2, DATA_LAYOUT_I_MAJOR> {
         static constexpr int         I  = I_;
         static constexpr int         J  = J_;
         static constexpr data_layout dl = DATA_LAYOUT_I_MAJOR;
 
 #if defined(AMD_WMMA_AVAILABLE)
         static constexpr int ne = I * J / 32;
-        half2 x[ne] = {{0.0f, 0.0f}};
+        candle_half2 x[ne] = {{0.0f, 0.0f}};
 
         static constexpr __device__ bool supported() {
             if (I == 16 && J == 8) return true;
@@ -266,7 +266,7 @@ namespace ggml_cuda_mma {
         }
 #elif defined(AMD_MFMA_AVAILABLE)
         static constexpr int ne = I * J / 64;
-        half2 x[ne] = {{0.0f, 0.0f}};
+        candle_half2 x[ne] = {{0.0f, 0.0f}};
 
         static constexpr __device__ bool supported() {
             if (I == 16 && J == 8) return true;
@@ -292,7 +292,7 @@ namespace ggml_cuda_mma {
         }
 #else
         static constexpr int ne = I * J / WARP_SIZE;
-        half2 x[ne] = {{0.0f, 0.0f}};
+        candle_half2 x[ne] = {{0.0f, 0.0f}};
 
         static constexpr __device__ bool supported() {
             if (I ==  8 && J ==  4) return true;
@@ -342,34 +342,34 @@ namespace ggml_cuda_mma {
         static constexpr data_layout dl = DATA_LAYOUT_I_MAJOR;
 
 #if defined(AMD_WMMA_AVAILABLE)
-        static constexpr int ne = tile<I_, J_, half2, DATA_LAYOUT_I_MAJOR>::ne;
+        static constexpr int ne = tile<I_, J_, candle_half2, DATA_LAYOUT_I_MAJOR>::ne;
         candle_bf16x2 x[ne] = {{0.0f, 0.0f}};
 
         static constexpr __device__ bool supported() {
-            return tile<I_, J_, half2, DATA_LAYOUT_I_MAJOR>::supported();
+            return tile<I_, J_, candle_half2, DATA_LAYOUT_I_MAJOR>::supported();
         }
 
         static __device__ __forceinline__ int get_i(const int l) {
-            return tile<I_, J_, half2, DATA_LAYOUT_I_MAJOR>::get_i(l);
+            return tile<I_, J_, candle_half2, DATA_LAYOUT_I_MAJOR>::get_i(l);
         }
 
         static __device__ __forceinline__ int get_j(const int l) {
-            return tile<I_, J_, half2, DATA_LAYOUT_I_MAJOR>::get_j(l);
+            return tile<I_, J_, candle_half2, DATA_LAYOUT_I_MAJOR>::get_j(l);
         }
 #elif defined(AMD_MFMA_AVAILABLE)
-        static constexpr int ne = tile<I_, J_, half2, DATA_LAYOUT_I_MAJOR>::ne;
+        static constexpr int ne = tile<I_, J_, candle_half2, DATA_LAYOUT_I_MAJOR>::ne;
         candle_bf16x2 x[ne] = {{0.0f, 0.0f}};
 
         static constexpr __device__ bool supported() {
-            return tile<I_, J_, half2, DATA_LAYOUT_I_MAJOR>::supported();
+            return tile<I_, J_, candle_half2, DATA_LAYOUT_I_MAJOR>::supported();
         }
 
         static __device__ __forceinline__ int get_i(const int l) {
-            return tile<I_, J_, half2, DATA_LAYOUT_I_MAJOR>::get_i(l);
+            return tile<I_, J_, candle_half2, DATA_LAYOUT_I_MAJOR>::get_i(l);
         }
 
         static __device__ __forceinline__ int get_j(const int l) {
-            return tile<I_, J_, half2, DATA_LAYOUT_I_MAJOR>::get_j(l);
+            return tile<I_, J_, candle_half2, DATA_LAYOUT_I_MAJOR>::get_j(l);
         }
 #else
         static constexpr int ne = I * J / WARP_SIZE;
@@ -470,14 +470,14 @@ namespace ggml_cuda_mma {
     };
 
     template <int I_, int J_>
-    struct tile<I_, J_, half2, DATA_LAYOUT_I_MAJOR_MIRRORED> {
+    struct tile<I_, J_, candle_half2, DATA_LAYOUT_I_MAJOR_MIRRORED> {
         static constexpr int         I  = I_;
         static constexpr int         J  = J_;
         static constexpr data_layout dl = DATA_LAYOUT_I_MAJOR_MIRRORED;
 #if defined(RDNA3)
         static constexpr int         ne = tile<I_, J_, float, DATA_LAYOUT_I_MAJOR_MIRRORED>::ne;
 
-        half2 x[ne] = {{0.0f, 0.0f}};
+        candle_half2 x[ne] = {{0.0f, 0.0f}};
 
         static constexpr __device__ bool supported() {
             return tile<I_, J_, float, DATA_LAYOUT_I_MAJOR_MIRRORED>::supported();
@@ -493,7 +493,7 @@ namespace ggml_cuda_mma {
 #else // Volta
         static constexpr int         ne = I * J / (WARP_SIZE/4);
 
-        half2 x[ne] = {{0.0f, 0.0f}};
+        candle_half2 x[ne] = {{0.0f, 0.0f}};
 
         static constexpr __device__ bool supported() {
             if (I ==  8 && J ==  4) return true;
@@ -543,13 +543,13 @@ namespace ggml_cuda_mma {
     };
 
     template <int I_, int J_>
-    struct tile<I_, J_, half2, DATA_LAYOUT_J_MAJOR_MIRRORED> {
+    struct tile<I_, J_, candle_half2, DATA_LAYOUT_J_MAJOR_MIRRORED> {
         static constexpr int         I  = I_;
         static constexpr int         J  = J_;
         static constexpr data_layout dl = DATA_LAYOUT_J_MAJOR_MIRRORED;
         static constexpr int         ne = I * J / (WARP_SIZE/4);
 
-        half2 x[ne] = {{0.0f, 0.0f}};
+        candle_half2 x[ne] = {{0.0f, 0.0f}};
 
         static constexpr __device__ bool supported() {
             if (I ==  8 && J ==  4) return true;
@@ -577,8 +577,8 @@ namespace ggml_cuda_mma {
 
 #if defined(AMD_WMMA_AVAILABLE) || defined(AMD_MFMA_AVAILABLE)
     template <int I, int J>
-    static __device__ __forceinline__ tile<I, J/2, half2> get_half2(const tile<I, J, float> & tile_float) {
-        tile<I, J/2, half2> ret;
+    static __device__ __forceinline__ tile<I, J/2, candle_half2> get_half2(const tile<I, J, float> & tile_float) {
+        tile<I, J/2, candle_half2> ret;
 #pragma unroll
         for (int l0 = 0; l0 < tile_float.ne; l0 += 2) {
             ret.x[l0/2] = make_half2(tile_float.x[l0 + 0], tile_float.x[l0 + 1]);
@@ -586,14 +586,14 @@ namespace ggml_cuda_mma {
         return ret;
     }
 
-    static __device__ __forceinline__ tile<8, 8, half2> get_transposed(const tile<16, 4, half2> & t) {
+    static __device__ __forceinline__ tile<8, 8, candle_half2> get_transposed(const tile<16, 4, candle_half2> & t) {
         NO_DEVICE_CODE;
-        return tile<8, 8, half2>{};
+        return tile<8, 8, candle_half2>{};
     }
 #else // Volta
     template <int I, int J>
-    static __device__ __forceinline__ tile<I, J/2, half2> get_half2(const tile<I, J, float> & tile_float) {
-        tile<I, J/2, half2> ret;
+    static __device__ __forceinline__ tile<I, J/2, candle_half2> get_half2(const tile<I, J, float> & tile_float) {
+        tile<I, J/2, candle_half2> ret;
 #pragma unroll
         for (int l0 = 0; l0 < tile_float.ne; l0 += 4) {
             ret.x[l0/2 + 0] = make_half2(tile_float.x[l0 + 0], tile_float.x[l0 + 1]);
@@ -607,7 +607,7 @@ namespace ggml_cuda_mma {
     }
 #endif // defined(TURING_MMA_AVAILABLE)
 
-    static __device__ __forceinline__ void make_identity_mat(tile<16, 8, half2> & t) {
+    static __device__ __forceinline__ void make_identity_mat(tile<16, 8, candle_half2> & t) {
 #if defined(RDNA4)
         const int row = t.get_i(0);
         const int left_right = t.get_j(0) / 4;
@@ -679,20 +679,20 @@ namespace ggml_cuda_mma {
     }
 
     static __device__ __forceinline__ void load_ldmatrix(
-            tile<8, 4, half2, DATA_LAYOUT_I_MAJOR_MIRRORED> & t, const half2 * __restrict__ xs0, const int stride) {
-        ggml_cuda_memcpy_1<4*sizeof(half2)>(t.x, xs0 + t.get_i(0)*stride);
+            tile<8, 4, candle_half2, DATA_LAYOUT_I_MAJOR_MIRRORED> & t, const candle_half2 * __restrict__ xs0, const int stride) {
+        ggml_cuda_memcpy_1<4*sizeof(candle_half2)>(t.x, xs0 + t.get_i(0)*stride);
     }
 
     static __device__ __forceinline__ void load_ldmatrix(
-            tile<8, 4, half2, DATA_LAYOUT_J_MAJOR_MIRRORED> & t, const half2 * __restrict__ xs0, const int stride) {
+            tile<8, 4, candle_half2, DATA_LAYOUT_J_MAJOR_MIRRORED> & t, const candle_half2 * __restrict__ xs0, const int stride) {
 #pragma unroll
         for (int l0 = 0; l0 < t.ne; l0 += 2) {
-            ggml_cuda_memcpy_1<2*sizeof(half2)>(t.x + l0, xs0 + t.get_i(l0)*stride + t.get_j(l0));
+            ggml_cuda_memcpy_1<2*sizeof(candle_half2)>(t.x + l0, xs0 + t.get_i(l0)*stride + t.get_j(l0));
         }
     }
 
     static __device__ __forceinline__ void load_ldmatrix(
-            tile<32, 4, half2> & t, const half2 * __restrict__ xs0, const int stride) {
+            tile<32, 4, candle_half2> & t, const candle_half2 * __restrict__ xs0, const int stride) {
         GGML_UNUSED_VARS(t, xs0, stride);
         NO_DEVICE_CODE;
     }
@@ -717,13 +717,13 @@ namespace ggml_cuda_mma {
     }
 
     static __device__ __forceinline__ void mma(
-            tile<16, 4, half2> & D, const tile<16, 8, half2> & A, const tile<8, 8, half2> & B) {
+            tile<16, 4, candle_half2> & D, const tile<16, 8, candle_half2> & A, const tile<8, 8, candle_half2> & B) {
         GGML_UNUSED_VARS(D, A, B);
         NO_DEVICE_CODE;
     }
 
     static __device__ __forceinline__ void mma(
-            tile<16, 8, half2> & D, const tile<16, 8, half2> & A, const tile<16, 8, half2> & B) {
+            tile<16, 8, candle_half2> & D, const tile<16, 8, candle_half2> & A, const tile<16, 8, candle_half2> & B) {
 #if defined(AMD_WMMA_AVAILABLE)
 #if defined(RDNA4)
         using halfx8_t = __attribute__((ext_vector_type(8))) _Float16;
@@ -736,11 +736,11 @@ namespace ggml_cuda_mma {
         NO_DEVICE_CODE;
 #endif // defined(RDNA4)
 #elif defined(AMD_MFMA_AVAILABLE)
-        // MFMA: FP16 input, FP32 accumulate, convert back to half2.
+        // MFMA: FP16 input, FP32 accumulate, convert back to candle_half2.
         using halfx4_t = __attribute__((ext_vector_type(4))) _Float16;
         using floatx4_t = __attribute__((ext_vector_type(4))) float;
 
-        // Convert existing half2 accumulator to float for MFMA:
+        // Convert existing candle_half2 accumulator to float for MFMA:
         floatx4_t acc_f32;
         {
             const halfx4_t acc_h = reinterpret_cast<const halfx4_t&>(D.x[0]);
@@ -754,7 +754,7 @@ namespace ggml_cuda_mma {
         const halfx4_t& b_frag = reinterpret_cast<const halfx4_t&>(B.x[0]);
         acc_f32 = __builtin_amdgcn_mfma_f32_16x16x16f16(a_frag, b_frag, acc_f32, 0, 0, 0);
 
-        // Convert back to half2:
+        // Convert back to candle_half2:
         {
             halfx4_t result_h;
 #pragma unroll
@@ -811,7 +811,7 @@ namespace ggml_cuda_mma {
     }
 
     static __device__ __forceinline__ void mma(
-            tile<16, 8, float> & D, const tile<16, 8, half2> & A, const tile<8, 8, half2> & B) {
+            tile<16, 8, float> & D, const tile<16, 8, candle_half2> & A, const tile<8, 8, candle_half2> & B) {
         GGML_UNUSED_VARS(D, A, B);
         NO_DEVICE_CODE;
     }
@@ -824,7 +824,7 @@ namespace ggml_cuda_mma {
 
     template <data_layout dl_ab, data_layout dl_d>
     static __device__ __forceinline__ void mma(
-            tile<16, 16, float, dl_d> & D, const tile<16, 8, half2, dl_ab> & A, const tile<16, 8, half2, dl_ab> & B) {
+            tile<16, 16, float, dl_d> & D, const tile<16, 8, candle_half2, dl_ab> & A, const tile<16, 8, candle_half2, dl_ab> & B) {
 #if defined(AMD_WMMA_AVAILABLE)
 #if defined(RDNA4)
         using halfx8_t = __attribute__((ext_vector_type(8))) _Float16;
@@ -1022,13 +1022,13 @@ namespace ggml_cuda_mma {
     }
 
     static __device__ __forceinline__ void mma(
-            tile<32, 8, float> & D, const tile<32, 4, half2> & A, const tile<8, 4, half2, DATA_LAYOUT_I_MAJOR_MIRRORED> & B) {
+            tile<32, 8, float> & D, const tile<32, 4, candle_half2> & A, const tile<8, 4, candle_half2, DATA_LAYOUT_I_MAJOR_MIRRORED> & B) {
         GGML_UNUSED_VARS(D, A, B);
         NO_DEVICE_CODE;
     }
 
     static __device__ __forceinline__ void mma(
-            tile<32, 4, half2> & D, const tile<32, 4, half2> & A, const tile<8, 4, half2, DATA_LAYOUT_J_MAJOR_MIRRORED> & B) {
+            tile<32, 4, candle_half2> & D, const tile<32, 4, candle_half2> & A, const tile<8, 4, candle_half2, DATA_LAYOUT_J_MAJOR_MIRRORED> & B) {
         GGML_UNUSED_VARS(D, A, B);
         NO_DEVICE_CODE;
     }

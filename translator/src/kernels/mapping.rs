@@ -54,6 +54,11 @@ pub const INCLUDE_DIRECTORIES: &[(&str, &str)] = &[
     ("thrust/", "candle_hip_rocthrust.h"),
 ];
 
+/// The names of cub that `candle_hip_cub.h` declares itself (Candle's scan); every other
+/// `cub::` name is hipCUB's, from [`HIPCUB_HEADER`], where the ROCm release ships hipCUB.
+pub const COMPAT_CUB_NAMES: &[&str] = &["BlockScan"];
+pub const HIPCUB_HEADER: &str = "hipcub/hipcub.hpp";
+
 /// Headers with no AMD meaning (a name ending in `/` is a directory: every header in it):
 /// an include of one is refused as NVIDIA-only, with the cause (rule `includes`).
 pub const NVIDIA_ONLY_HEADERS: &[(&str, &str)] = &[
@@ -240,6 +245,9 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("__nv_cvt_halfraw2_to_fp8x2", "candle_cvt_halfraw2_to_fp8x2"),
     ("__nv_cvt_fp8x2_to_halfraw2", "candle_cvt_fp8x2_to_halfraw2"),
     ("__half2_raw", "candle_half2_raw"),
+    // cuda_fp16.h's pair, whose x and y are __half (HIP 5.2.3's are raw unsigned shorts)
+    ("__half2", "candle_half2"),
+    ("half2", "candle_half2"),
     ("__nv_saturation_t", "int"),
     ("__nv_fp8_interpretation_t", "int"),
     // nvcc's list of compiled arches: never defined on AMD (a name nothing defines)
@@ -712,6 +720,17 @@ pub const ASM_NVIDIA_ONLY: &[(&str, &str)] = &[
     ("cvt.rn.satfinite.e2m1x2", "sm_100 fp4 (e2m1) conversions, as cuda_fp4.h: no HIP spelling in the releases we support, and no NVIDIA GPU lent here to check an emulation against"),
 ];
 
+/// What a warp-synchronous intrinsic's mask becomes when it names only some lanes
+/// (a full mask is always dropped: every lane of the logical warp takes part).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartialMask {
+    /// Dropped: a lane reads the lane it names, which CUDA requires to be in the
+    /// mask, and AMD's shuffles read any lane.
+    Dropped,
+    /// Passed first to this compat function, which counts the mask's lanes only.
+    PassedTo(&'static str),
+}
+
 /// The arguments a warp-synchronous intrinsic takes after its mask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WarpArgs {
@@ -723,24 +742,24 @@ pub enum WarpArgs {
 }
 
 /// Warp-synchronous intrinsics: CUDA name → (compat name, the arguments after
-/// the mask). The compat shuffles forward to HIP's `__shfl*` and add the 16-bit
-/// float overloads HIP lacks; votes and matches work over the logical warp.
-/// CUDA's default width is 32; HIP's is the wavefront size (64 on CDNA), so
-/// the translation always spells the width out: a logical warp is 32 lanes
-/// on every AMD arch, and results are the same on wave32 and wave64.
-pub const WARP_SYNC_INTRINSICS: &[(&str, &str, WarpArgs)] = &[
-    ("__shfl_sync", "candle_shfl", WarpArgs::Width),
-    ("__shfl_xor_sync", "candle_shfl_xor", WarpArgs::Width),
-    ("__shfl_up_sync", "candle_shfl_up", WarpArgs::Width),
-    ("__shfl_down_sync", "candle_shfl_down", WarpArgs::Width),
-    ("__reduce_add_sync", "candle_reduce_add_w32", WarpArgs::Exactly(1)),
-    ("__reduce_max_sync", "candle_reduce_max_w32", WarpArgs::Exactly(1)),
-    ("__reduce_min_sync", "candle_reduce_min_w32", WarpArgs::Exactly(1)),
-    ("__ballot_sync", "candle_ballot_w32", WarpArgs::Exactly(1)),
-    ("__any_sync", "candle_any_w32", WarpArgs::Exactly(1)),
-    ("__all_sync", "candle_all_w32", WarpArgs::Exactly(1)),
-    ("__match_any_sync", "candle_match_any_w32", WarpArgs::Exactly(1)),
-    ("__match_all_sync", "candle_match_all_w32", WarpArgs::Exactly(2)),
+/// the mask, what a partial mask becomes). The compat shuffles forward to HIP's
+/// `__shfl*` and add the 16-bit float overloads HIP lacks; votes and matches work
+/// over the logical warp. CUDA's default width is 32; HIP's is the wavefront size
+/// (64 on CDNA), so the translation always spells the width out: a logical warp
+/// is 32 lanes on every AMD arch, and results are the same on wave32 and wave64.
+pub const WARP_SYNC_INTRINSICS: &[(&str, &str, WarpArgs, PartialMask)] = &[
+    ("__shfl_sync", "candle_shfl", WarpArgs::Width, PartialMask::Dropped),
+    ("__shfl_xor_sync", "candle_shfl_xor", WarpArgs::Width, PartialMask::Dropped),
+    ("__shfl_up_sync", "candle_shfl_up", WarpArgs::Width, PartialMask::Dropped),
+    ("__shfl_down_sync", "candle_shfl_down", WarpArgs::Width, PartialMask::Dropped),
+    ("__reduce_add_sync", "candle_reduce_add_w32", WarpArgs::Exactly(1), PartialMask::PassedTo("candle_reduce_add_w32_in")),
+    ("__reduce_max_sync", "candle_reduce_max_w32", WarpArgs::Exactly(1), PartialMask::PassedTo("candle_reduce_max_w32_in")),
+    ("__reduce_min_sync", "candle_reduce_min_w32", WarpArgs::Exactly(1), PartialMask::PassedTo("candle_reduce_min_w32_in")),
+    ("__ballot_sync", "candle_ballot_w32", WarpArgs::Exactly(1), PartialMask::PassedTo("candle_ballot_w32_in")),
+    ("__any_sync", "candle_any_w32", WarpArgs::Exactly(1), PartialMask::PassedTo("candle_any_w32_in")),
+    ("__all_sync", "candle_all_w32", WarpArgs::Exactly(1), PartialMask::PassedTo("candle_all_w32_in")),
+    ("__match_any_sync", "candle_match_any_w32", WarpArgs::Exactly(1), PartialMask::PassedTo("candle_match_any_w32_in")),
+    ("__match_all_sync", "candle_match_all_w32", WarpArgs::Exactly(2), PartialMask::PassedTo("candle_match_all_w32_in")),
 ];
 
 /// The width a CUDA warp has: the implicit shuffle width made explicit.

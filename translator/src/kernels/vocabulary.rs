@@ -38,9 +38,13 @@ pub fn render() -> String {
     for (from, to) in CALL_RENAMES {
         s.push_str(&format!("| `{from}(...)` | `{to}(...)`: HIP's overloads plus the ones HIP lacks |\n"));
     }
-    for (from, to, takes) in WARP_SYNC_INTRINSICS {
+    for (from, to, takes, partial) in WARP_SYNC_INTRINSICS {
         let how = if *takes == WarpArgs::Width { ", the width spelled out (a logical warp is 32 lanes on wave32 and wave64)" } else { " over the logical 32-lane warp" };
-        s.push_str(&format!("| `{from}(full mask, ...)` | `{to}(...)`{how}; a partial mask is refused |\n"));
+        let partial = match partial {
+            PartialMask::Dropped => "a partial mask is dropped too (a lane reads the lane it names, which CUDA requires to be in the mask)".to_string(),
+            PartialMask::PassedTo(masked) => format!("a partial mask: `{masked}(mask, ...)`, the mask's lanes only"),
+        };
+        s.push_str(&format!("| `{from}(mask, ...)` | `{to}(...)`{how}; {partial} |\n"));
     }
 
     s.push_str("\n## Headers (rule `includes`)\n\n| CUDA header | on AMD |\n|---|---|\n");

@@ -102,6 +102,17 @@ mod tests {
         assert_eq!(err.to_string(), "t.cu:2: #include <cusparse.h>: no rule maps this header to HIP (add it to kernels::mapping::INCLUDES)");
     }
 
+    /// What `cargo xtask corpus` reads off the tables is what the compat header does: it
+    /// declares COMPAT_CUB_NAMES and takes every other name from HIPCUB_HEADER.
+    #[test]
+    fn the_cub_compat_header_declares_its_names_and_includes_hipcub() {
+        let header = crate::kernels::mapping::COMPAT_HEADERS.iter().find(|(n, _)| *n == "candle_hip_cub.h").unwrap().1;
+        for name in crate::kernels::mapping::COMPAT_CUB_NAMES {
+            assert!(header.contains(&format!("class {name} {{")), "candle_hip_cub.h does not declare {name}");
+        }
+        assert!(header.contains(&format!("#include <{}>", crate::kernels::mapping::HIPCUB_HEADER)));
+    }
+
     #[test]
     fn library_directories_map_to_their_compat_header() {
         let (out, n) = run_with(apply, "#include <cub/block/block_load.cuh>\n#include <thrust/iterator/counting_iterator.h>\n", &facts()).unwrap();

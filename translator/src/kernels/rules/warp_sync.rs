@@ -1,15 +1,17 @@
 //! Rule `warp-sync-intrinsics`: CUDA's `*_sync` warp intrinsics to HIP.
 //!
-//! The mask argument is dropped (HIP's shuffles act on the active lanes; only
-//! a full mask has that meaning, so any other mask is an error), and the
-//! shuffle width is spelled out: CUDA's implicit width is its warp size, 32,
+//! A full mask is dropped. A partial one (a name or expression the file does not
+//! define as all ones) is dropped from shuffles, whose lane reads the lane it
+//! names, and passed to the `_in` compat function of a vote, match or reduction,
+//! which counts the mask's lanes only (column [`PartialMask`]). The shuffle
+//! width is spelled out: CUDA's implicit width is its warp size, 32,
 //! while HIP's default is the wavefront size, 64 on CDNA. A logical warp is
 //! thus 32 lanes on every AMD arch, matching the `WARP_SIZE 32` index math
 //! upstream, and results are identical on wave32 and wave64.
 
 use super::tokens::{matching_paren, next_significant, split_args, text_of, tokens_from};
 use super::{TreeFacts, Unit};
-use crate::kernels::mapping::{WarpArgs, LOGICAL_WARP_WIDTH, WARP_SYNC_INTRINSICS};
+use crate::kernels::mapping::{PartialMask, WarpArgs, LOGICAL_WARP_WIDTH, WARP_SYNC_INTRINSICS};
 use crate::lexer::{line_views, Token, TokenKind};
 use crate::TranslateError;
 
@@ -18,7 +20,7 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
     let mut i = 0;
     while i < unit.tokens.len() {
         let t = &unit.tokens[i];
-        let Some(&(cuda, hip, takes)) = WARP_SYNC_INTRINSICS.iter().find(|(c, _, _)| t.kind == TokenKind::Ident && t.text == *c) else {
+        let Some(&(cuda, hip, takes, partial)) = WARP_SYNC_INTRINSICS.iter().find(|(c, _, _, _)| t.kind == TokenKind::Ident && t.text == *c) else {
             i += 1;
             continue;
         };
@@ -28,9 +30,6 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
         let close = matching_paren(&unit.tokens, open).ok_or_else(|| fail("unbalanced call"))?;
         let args: Vec<String> = split_args(&unit.tokens, open, close).into_iter().map(|r| text_of(&unit.tokens[r])).collect();
         let (mask, rest) = args.split_first().ok_or_else(|| fail("missing mask argument"))?;
-        if !is_full_mask(mask, &unit.tokens) {
-            return Err(TranslateError::unsupported(&unit.path, at, format!("{cuda}({mask}, ...)"), "partial warp masks have no HIP equivalent"));
-        }
         let mut new_args = rest.to_vec();
         let expected = match takes {
             WarpArgs::Width => 2..=3,
@@ -42,6 +41,13 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
         if takes == WarpArgs::Width && new_args.len() == 2 {
             new_args.push(LOGICAL_WARP_WIDTH.to_string());
         }
+        let hip = match partial {
+            PartialMask::PassedTo(masked) if !is_full_mask(mask, &unit.tokens) => {
+                new_args.insert(0, mask.clone());
+                masked
+            }
+            _ => hip,
+        };
         let replacement = tokens_from(&format!("{hip}({})", new_args.join(", ")), at);
         let len = replacement.len();
         unit.tokens.splice(i..=close, replacement);
@@ -142,14 +148,14 @@ mod tests {
             assert_eq!(n, 1);
         }
         // a name defined as a partial mask is partial
-        let err = run(apply, "#define HALF 0xffff\n__shfl_sync(HALF, v, 0);\n").unwrap_err();
-        assert!(err.to_string().contains("partial warp masks"), "{err}");
+        let (out, _) = run(apply, "#define HALF 0xffff\nb = __ballot_sync(HALF, p);\n").unwrap();
+        assert!(out.ends_with("b = candle_ballot_w32_in(HALF, p);\n"), "{out}");
     }
 
     /// Every row of the table, with the arguments it takes.
     #[test]
     fn every_row_translates() {
-        for &(cuda, hip, takes) in WARP_SYNC_INTRINSICS {
+        for &(cuda, hip, takes, partial) in WARP_SYNC_INTRINSICS {
             let (args, expected) = match takes {
                 WarpArgs::Width => ("v, 1".to_string(), "v, 1, 32".to_string()),
                 WarpArgs::Exactly(n) => {
@@ -160,6 +166,12 @@ mod tests {
             let (out, n) = run(apply, &format!("r = {cuda}(0xffffffff, {args});\n")).unwrap();
             assert_eq!(out, format!("r = {hip}({expected});\n"), "{cuda}");
             assert_eq!(n, 1);
+            let (out, _) = run(apply, &format!("r = {cuda}(group_mask, {args});\n")).unwrap();
+            let partial = match partial {
+                PartialMask::Dropped => format!("r = {hip}({expected});\n"),
+                PartialMask::PassedTo(masked) => format!("r = {masked}(group_mask, {expected});\n"),
+            };
+            assert_eq!(out, partial, "{cuda} with a partial mask");
         }
         let (out, _) = run(apply, "m = __match_all_sync(~0u, key, &same);\n").unwrap();
         assert_eq!(out, "m = candle_match_all_w32(key, &same);\n");
@@ -167,10 +179,15 @@ mod tests {
         assert!(err.to_string().contains("__match_all_sync") && err.to_string().contains("number of arguments"), "{err}");
     }
 
+    /// vLLM's grouped shuffles: the mask names the lanes of a group, the xor stays inside it.
     #[test]
-    fn partial_mask_is_an_error() {
-        let err = run(apply, "__shfl_xor_sync(0x0000ffff, v, 1);\n").unwrap_err();
-        assert!(err.to_string().contains("partial warp masks"), "{err}");
+    fn partial_masks_leave_shuffles_and_reach_votes() {
+        let src = "unsigned group_mask = 0xffu << (lane & ~7);\nv += __shfl_xor_sync(group_mask, v, 4, 8);\nok = __all_sync(0x0000ffff, v > 0);\nm = __match_all_sync(__activemask(), key, &same);\n";
+        let (out, n) = run(apply, src).unwrap();
+        assert_eq!(n, 3);
+        assert!(out.contains("v += candle_shfl_xor(v, 4, 8);"), "{out}");
+        assert!(out.contains("ok = candle_all_w32_in(0x0000ffff, v > 0);"), "{out}");
+        assert!(out.contains("m = candle_match_all_w32_in(__activemask(), key, &same);"), "{out}");
     }
 
     #[test]
