@@ -224,6 +224,22 @@ CANDLE_HD inline float candle_fp8_e4m3_to_f32(uint8_t b) {
     return (b & 0x80u) ? -v : v;
 }
 
+// IEEE binary16 bits -> float, exact. NaN -> positive quiet NaN 0x7FFFFFFF, as NVIDIA's
+// conversions give (and candle_fp8_e4m3_to_f32).
+CANDLE_HD inline float candle_f16_bits_to_f32(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t e = (h >> 10) & 0x1Fu;
+    const uint32_t m = h & 0x3FFu;
+    if (e == 0x1Fu) return candle_f32_from_bits(m ? 0x7FFFFFFFu : (sign | 0x7F800000u));
+    if (e != 0) return candle_f32_from_bits(sign | ((e + 112u) << 23) | (m << 13));
+    // Subnormal or zero: m * 2^-24 is exact in float arithmetic.
+    const float v = (float)m * (1.0f / 16777216.0f);
+    return sign ? -v : v;
+}
+
+// e5m2 -> float, exact (through its binary16 bits). NaN -> 0x7FFFFFFF.
+CANDLE_HD inline float candle_fp8_e5m2_to_f32(uint8_t b) { return candle_f16_bits_to_f32(candle_fp8_e5m2_to_f16_bits(b)); }
+
 // ---------------------------------------------------------------------------
 // Per-byte integer SIMD, exact per NVIDIA's documented semantics
 // (all lanes are bytes of a 32-bit word; results wrap modulo 2^32).

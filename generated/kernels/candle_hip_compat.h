@@ -14,7 +14,7 @@
 //
 // Contents
 //   1. candle_bf16, candle_bf16x2         bfloat16 scalar / pair
-//   2. candle_fp8_e4m3                    OCP fp8 E4M3FN (never AMD's FNUZ)
+//   2. candle_fp8_e4m3, candle_fp8_e5m2   OCP fp8 E4M3FN (never AMD's FNUZ) and E5M2
 //   3. half/bf16 helpers                  candle_hmax, candle_hisnan, candle_hsqrt, ...
 //   4. integer SIMD                       candle_dp4a, candle_vsub4, ... (candle_fp_convert.h)
 //   5. logical 32-lane warp reductions    candle_reduce_{add,min,max}_w32,
@@ -35,6 +35,12 @@
 #include <type_traits>
 
 #include "candle_fp_convert.h"
+
+// HIP's amd_device_functions.h leaves two macros of its own defined, with names a kernel may
+// use for itself (flashinfer's `constexpr int MASK1 = ...`); CUDA's headers define neither.
+// Their uses are inside that header's functions, already expanded.
+#undef MASK1
+#undef MASK2
 
 #define CANDLE_HDI __host__ __device__ __forceinline__
 #define CANDLE_DI __device__ __forceinline__
@@ -179,39 +185,67 @@ CANDLE_HDI unsigned short candle_bf16_as_ushort(candle_bf16 b) { return b.bits; 
 CANDLE_HDI candle_bf16 candle_ushort_as_bf16(unsigned short u) { return candle_bf16::from_bits(u); }
 
 // ===========================================================================
-// 2. fp8 E4M3 (OCP E4M3FN: bias 7, no infinities, NaN 0x7F / 0xFF, max 448)
+// 2. fp8: OCP E4M3FN (bias 7, no infinities, NaN 0x7F / 0xFF, max 448) and E5M2
 // ===========================================================================
 //
-// Matches CUDA's fp8 e4m3 type: one byte named __x (kernels read `v.__x`),
-// explicit constructors that round to nearest even and saturate to +-448
-// (CUDA's satfinite mode), explicit conversion to float / double (exact).
-// NaN: float/half/bf16/integer sources give 0x7F; a double NaN keeps its sign.
-struct alignas(1) candle_fp8_e4m3 {
-    uint8_t __x;
-
-    candle_fp8_e4m3() = default;
-    CANDLE_HDI explicit candle_fp8_e4m3(float f) : __x(candle_f32_to_fp8_e4m3(f)) {}
-    CANDLE_HDI explicit candle_fp8_e4m3(double d) : __x(candle_f64_to_fp8_e4m3(d)) {}
-    CANDLE_HDI explicit candle_fp8_e4m3(__half h) : __x(candle_f32_to_fp8_e4m3(static_cast<float>(h))) {}
-    CANDLE_HDI explicit candle_fp8_e4m3(candle_bf16 b) : __x(candle_f32_to_fp8_e4m3(float(b))) {}
-    // Integers convert to float first, as CUDA's constructors do.
-    CANDLE_HDI explicit candle_fp8_e4m3(int v) : __x(candle_f32_to_fp8_e4m3((float)v)) {}
-    CANDLE_HDI explicit candle_fp8_e4m3(unsigned int v) : __x(candle_f32_to_fp8_e4m3((float)v)) {}
-    CANDLE_HDI explicit candle_fp8_e4m3(long v) : __x(candle_f32_to_fp8_e4m3((float)v)) {}
-    CANDLE_HDI explicit candle_fp8_e4m3(unsigned long v) : __x(candle_f32_to_fp8_e4m3((float)v)) {}
-    CANDLE_HDI explicit candle_fp8_e4m3(long long v) : __x(candle_f32_to_fp8_e4m3((float)v)) {}
-    CANDLE_HDI explicit candle_fp8_e4m3(unsigned long long v) : __x(candle_f32_to_fp8_e4m3((float)v)) {}
-
-    CANDLE_HDI explicit operator float() const { return candle_fp8_e4m3_to_f32(__x); }
-    CANDLE_HDI explicit operator double() const { return (double)candle_fp8_e4m3_to_f32(__x); }
+// The formats' bit-level conversions (candle_fp_convert.h), by format.
+struct candle_fp8_e4m3_codec {
+    static CANDLE_HDI uint8_t encode(float f) { return candle_f32_to_fp8_e4m3(f); }
+    // in one rounding step
+    static CANDLE_HDI uint8_t encode(double d) { return candle_f64_to_fp8_e4m3(d); }
+    static CANDLE_HDI float decode(uint8_t b) { return candle_fp8_e4m3_to_f32(b); }
+    static CANDLE_HDI uint16_t to_f16_bits(uint8_t b) { return candle_fp8_e4m3_to_f16_bits(b); }
+};
+struct candle_fp8_e5m2_codec {
+    static CANDLE_HDI uint8_t encode(float f) { return candle_f32_to_fp8_e5m2_mode(f, true); }
+    // through float, as candle_cvt_double_to_fp8 does for e5m2
+    static CANDLE_HDI uint8_t encode(double d) { return candle_f32_to_fp8_e5m2_mode((float)d, true); }
+    static CANDLE_HDI float decode(uint8_t b) { return candle_fp8_e5m2_to_f32(b); }
+    static CANDLE_HDI uint16_t to_f16_bits(uint8_t b) { return candle_fp8_e5m2_to_f16_bits(b); }
 };
 
-static_assert(sizeof(candle_fp8_e4m3) == 1 && alignof(candle_fp8_e4m3) == 1, "candle_fp8_e4m3 layout");
+// cuda_fp8.h's scalar types (__nv_fp8_e4m3, __nv_fp8_e5m2): one byte named __x (kernels read
+// `v.__x`); explicit constructors round to nearest even and saturate to the largest finite
+// value (CUDA's satfinite mode, as its constructors); explicit conversions to float, double,
+// __half and bf16, all exact.
+template <class Codec> struct alignas(1) candle_fp8 {
+    uint8_t __x;
+
+    candle_fp8() = default;
+    CANDLE_HDI explicit candle_fp8(float f) : __x(Codec::encode(f)) {}
+    CANDLE_HDI explicit candle_fp8(double d) : __x(Codec::encode(d)) {}
+    CANDLE_HDI explicit candle_fp8(__half h) : __x(Codec::encode(static_cast<float>(h))) {}
+    CANDLE_HDI explicit candle_fp8(candle_bf16 b) : __x(Codec::encode(float(b))) {}
+    // Integers convert to float first, as CUDA's constructors do.
+    CANDLE_HDI explicit candle_fp8(int v) : __x(Codec::encode((float)v)) {}
+    CANDLE_HDI explicit candle_fp8(unsigned int v) : __x(Codec::encode((float)v)) {}
+    CANDLE_HDI explicit candle_fp8(long v) : __x(Codec::encode((float)v)) {}
+    CANDLE_HDI explicit candle_fp8(unsigned long v) : __x(Codec::encode((float)v)) {}
+    CANDLE_HDI explicit candle_fp8(long long v) : __x(Codec::encode((float)v)) {}
+    CANDLE_HDI explicit candle_fp8(unsigned long long v) : __x(Codec::encode((float)v)) {}
+
+    CANDLE_HDI explicit operator float() const { return Codec::decode(__x); }
+    CANDLE_HDI explicit operator double() const { return (double)Codec::decode(__x); }
+    CANDLE_HDI explicit operator __half() const {
+        const uint16_t bits = Codec::to_f16_bits(__x);
+        __half h;
+        __builtin_memcpy(&h, &bits, sizeof h);
+        return h;
+    }
+    CANDLE_HDI explicit operator candle_bf16() const { return candle_bf16(Codec::decode(__x)); }
+};
+// OCP e4m3fn: bias 7, no infinities, NaN 0x7F / 0xFF, max 448
+typedef candle_fp8<candle_fp8_e4m3_codec> candle_fp8_e4m3;
+// e5m2: bias 15, infinities, max 57344
+typedef candle_fp8<candle_fp8_e5m2_codec> candle_fp8_e5m2;
+
+static_assert(sizeof(candle_fp8_e4m3) == 1 && alignof(candle_fp8_e4m3) == 1 && sizeof(candle_fp8_e5m2) == 1, "fp8 layout");
 
 // The interpretations of cuda_fp8.h's conversions: OCP e4m3fn and e5m2.
 enum candle_fp8_interpretation { CANDLE_FP8_E4M3_INTERP = 0, CANDLE_FP8_E5M2_INTERP = 1 };
 // Stand-in for the toolkit's "fp8 types exist" feature macro.
 #define CANDLE_FP8_TYPES_EXIST 1
+
 
 // fp8 e4m3 bits -> __half, exact (NaN -> the canonical f16 NaN 0x7FFF).
 CANDLE_DI __half candle_cvt_fp8_to_halfraw(uint8_t bits, int interp) {
@@ -266,6 +300,7 @@ static_assert(sizeof(candle_half2_raw) == sizeof(__half2), "candle_half2_raw is 
 // unsigned shorts: `__half2float(h2.x)` would convert the bit pattern as an integer. There
 // candle_half2 is candle_half2_of_halves: the same four bytes, x and y __half, converting to
 // and from __half2 bit for bit, with __half2's operators.
+#ifndef CANDLE_COMPAT_NO_HIP_INCLUDE
 struct candle_half2_of_halves {
     __half x;
     __half y;
@@ -292,6 +327,10 @@ struct candle_half2_of_halves {
 };
 static_assert(sizeof(candle_half2_of_halves) == sizeof(__half2), "candle_half2_of_halves is two halves");
 typedef std::conditional<std::is_same<decltype(__half2{}.x), __half>::value, __half2, candle_half2_of_halves>::type candle_half2;
+#else
+// (the CPU emulations' shims: their own __half2)
+typedef __half2 candle_half2;
+#endif
 CANDLE_DI candle_half2_raw candle_cvt_fp8x2_to_halfraw2(uint16_t bits, int interp) {
     return __halves2half2(candle_cvt_fp8_to_halfraw((uint8_t)(bits & 0xFFu), interp), candle_cvt_fp8_to_halfraw((uint8_t)(bits >> 8), interp));
 }
@@ -530,6 +569,38 @@ CANDLE_SHFL_16(__half)
 CANDLE_SHFL_16(candle_bf16)
 #undef CANDLE_SHFL_16
 
+// 16-bit float pairs (half2 on every release, HIP 5.2.3's candle_half2, bf16 pairs): moved as
+// their 32 bits.
+#define CANDLE_SHFL_PAIR(P)                                                                                        \
+    CANDLE_DI P candle_shfl_pair_bits(P var, int bits) {                                                           \
+        (void)var;                                                                                                 \
+        P out;                                                                                                     \
+        __builtin_memcpy(&out, &bits, 4);                                                                          \
+        return out;                                                                                                \
+    }                                                                                                              \
+    CANDLE_DI int candle_pair_bits(P var) {                                                                        \
+        int bits;                                                                                                  \
+        __builtin_memcpy(&bits, &var, 4);                                                                          \
+        return bits;                                                                                               \
+    }                                                                                                              \
+    CANDLE_DI P candle_shfl(P var, int src_lane, int width = 32) {                                                 \
+        return candle_shfl_pair_bits(var, __shfl(candle_pair_bits(var), src_lane, width));                         \
+    }                                                                                                              \
+    CANDLE_DI P candle_shfl_xor(P var, int lane_mask, int width = 32) {                                            \
+        return candle_shfl_pair_bits(var, __shfl_xor(candle_pair_bits(var), lane_mask, width));                    \
+    }                                                                                                              \
+    CANDLE_DI P candle_shfl_up(P var, unsigned int delta, int width = 32) {                                        \
+        return candle_shfl_pair_bits(var, __shfl_up(candle_pair_bits(var), delta, width));                         \
+    }                                                                                                              \
+    CANDLE_DI P candle_shfl_down(P var, unsigned int delta, int width = 32) {                                      \
+        return candle_shfl_pair_bits(var, __shfl_down(candle_pair_bits(var), delta, width));                       \
+    }
+
+CANDLE_SHFL_PAIR(__half2)
+CANDLE_SHFL_PAIR(candle_half2_of_halves)
+CANDLE_SHFL_PAIR(candle_bf16x2)
+#undef CANDLE_SHFL_PAIR
+
 // (Not in the CPU emulations' shims, CANDLE_COMPAT_NO_HIP_INCLUDE: the kernels they run use none of these.)
 #ifndef CANDLE_COMPAT_NO_HIP_INCLUDE
 // The lane within the logical 32-lane warp (PTX's %laneid), and a warp's memory barrier
@@ -660,6 +731,38 @@ CANDLE_DI void candle_nanosleep(unsigned int ns) {
 #endif
 }
 
+// Programmatic dependent launch (sm_90's PDL): cudaLaunchKernelEx with the attribute
+// programmatic stream serialization lets a kernel start before the one ahead of it in the stream
+// has ended; each side then orders itself with cudaGridDependencySynchronize (PTX
+// griddepcontrol.wait) and cudaTriggerProgrammaticLaunchCompletion (griddepcontrol.
+// launch_dependents). Without the attribute a launch waits for the kernel ahead of it, as every
+// HIP launch does, and both calls have nothing left to wait for. So candle_launch_kernel_ex is an
+// ordinary launch with the config's grid, block, dynamic shared memory and stream, and the two
+// calls do nothing. (Other launch attributes, clusters among them, are refused at translation.)
+enum candle_launch_attribute_id { CANDLE_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 5 };
+struct candle_launch_attribute {
+    candle_launch_attribute_id id;
+    union {
+        char pad[64];
+        int programmaticStreamSerializationAllowed;
+    } val;
+};
+struct candle_launch_config {
+    dim3 gridDim;
+    dim3 blockDim;
+    size_t dynamicSmemBytes;
+    hipStream_t stream;
+    candle_launch_attribute* attrs;
+    unsigned int numAttrs;
+};
+template <typename... Params, typename... Args>
+inline hipError_t candle_launch_kernel_ex(const candle_launch_config* config, void (*kernel)(Params...), Args&&... args) {
+    hipLaunchKernelGGL(kernel, config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream, static_cast<Params>(args)...);
+    return hipGetLastError();
+}
+CANDLE_DI void candle_grid_dependency_synchronize() {}
+CANDLE_DI void candle_trigger_programmatic_launch_completion() {}
+
 // Two f16 in a 32-bit register (PTX .f16x2, GCN v_pk_*_f16): lane-wise, rounded to nearest.
 CANDLE_DI __half2 candle_u32_as_half2(uint32_t u) {
     __half2 h;
@@ -699,26 +802,61 @@ CANDLE_DI void candle_st_cs_b32(void* p, uint32_t v) {
     *static_cast<uint32_t*>(p) = v;
 #endif
 }
-// cuda_fp8.h's __nv_fp8x4_e4m3: four OCP e4m3fn values, the first in the low byte of __x,
-// each converted as candle_fp8_e4m3 converts one (round to nearest even, satfinite).
-struct alignas(4) candle_fp8x4_e4m3 {
-    uint32_t __x;
-    candle_fp8x4_e4m3() = default;
+
+// PTX volatile 32-bit accesses, and the fences of an acquire load / release store at system
+// scope (.sys): a .v4 access is four 32-bit ones (PTX gives a vector access no single-copy
+// atomicity across its elements), after a release fence or before an acquire fence.
+CANDLE_DI uint32_t candle_ld_volatile_b32(const void* p) { return *static_cast<const volatile uint32_t*>(p); }
+CANDLE_DI void candle_st_volatile_b32(void* p, uint32_t v) { *static_cast<volatile uint32_t*>(p) = v; }
+CANDLE_DI void candle_fence_acquire_sys() {
+#if defined(__HIP_PLATFORM_AMD__)
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");
+#else
+    __threadfence_system();
+#endif
+}
+CANDLE_DI void candle_fence_release_sys() {
+#if defined(__HIP_PLATFORM_AMD__)
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");
+#else
+    __threadfence_system();
+#endif
+}
+// cuda_fp8.h's vector types (__nv_fp8x2_e4m3, __nv_fp8x4_e4m3, __nv_fp8x2_e5m2,
+// __nv_fp8x4_e5m2): two or four values of one format, the first in the low byte of __x, each
+// converted as the scalar type converts one (round to nearest even, satfinite).
+typedef uint32_t candle_fp8x4_storage;
+template <class Codec> struct alignas(2) candle_fp8x2 {
+    candle_fp8x2_storage __x;
+    candle_fp8x2() = default;
+    static CANDLE_HDI uint16_t pack(float a, float b) { return (uint16_t)(Codec::encode(a) | (Codec::encode(b) << 8)); }
+    CANDLE_HDI explicit candle_fp8x2(float2 f) : __x(pack(f.x, f.y)) {}
+    CANDLE_DI explicit candle_fp8x2(__half2 h) : __x(pack(__low2float(h), __high2float(h))) {}
+    CANDLE_HDI explicit candle_fp8x2(candle_bf16x2 b) : __x(pack(float(b.x), float(b.y))) {}
+    CANDLE_HDI explicit operator float2() const { return make_float2(Codec::decode((uint8_t)__x), Codec::decode((uint8_t)(__x >> 8))); }
+};
+template <class Codec> struct alignas(4) candle_fp8x4 {
+    candle_fp8x4_storage __x;
+    candle_fp8x4() = default;
     static CANDLE_HDI uint32_t pack(float a, float b, float c, float d) {
-        return (uint32_t)candle_f32_to_fp8_e4m3(a) | ((uint32_t)candle_f32_to_fp8_e4m3(b) << 8) |
-               ((uint32_t)candle_f32_to_fp8_e4m3(c) << 16) | ((uint32_t)candle_f32_to_fp8_e4m3(d) << 24);
+        return (uint32_t)Codec::encode(a) | ((uint32_t)Codec::encode(b) << 8) | ((uint32_t)Codec::encode(c) << 16) |
+               ((uint32_t)Codec::encode(d) << 24);
     }
-    CANDLE_HDI explicit candle_fp8x4_e4m3(float4 f) : __x(pack(f.x, f.y, f.z, f.w)) {}
-    CANDLE_DI explicit candle_fp8x4_e4m3(__half2 lo, __half2 hi)
+    CANDLE_HDI explicit candle_fp8x4(float4 f) : __x(pack(f.x, f.y, f.z, f.w)) {}
+    CANDLE_DI explicit candle_fp8x4(__half2 lo, __half2 hi)
         : __x(pack(__low2float(lo), __high2float(lo), __low2float(hi), __high2float(hi))) {}
-    CANDLE_HDI explicit candle_fp8x4_e4m3(candle_bf16x2 lo, candle_bf16x2 hi)
+    CANDLE_HDI explicit candle_fp8x4(candle_bf16x2 lo, candle_bf16x2 hi)
         : __x(pack(float(lo.x), float(lo.y), float(hi.x), float(hi.y))) {}
     CANDLE_HDI explicit operator float4() const {
-        return make_float4(candle_fp8_e4m3_to_f32((uint8_t)__x), candle_fp8_e4m3_to_f32((uint8_t)(__x >> 8)),
-                           candle_fp8_e4m3_to_f32((uint8_t)(__x >> 16)), candle_fp8_e4m3_to_f32((uint8_t)(__x >> 24)));
+        return make_float4(Codec::decode((uint8_t)__x), Codec::decode((uint8_t)(__x >> 8)), Codec::decode((uint8_t)(__x >> 16)),
+                           Codec::decode((uint8_t)(__x >> 24)));
     }
 };
-static_assert(sizeof(candle_fp8x4_e4m3) == 4, "candle_fp8x4_e4m3 is four fp8 values");
+typedef candle_fp8x2<candle_fp8_e4m3_codec> candle_fp8x2_e4m3;
+typedef candle_fp8x4<candle_fp8_e4m3_codec> candle_fp8x4_e4m3;
+typedef candle_fp8x2<candle_fp8_e5m2_codec> candle_fp8x2_e5m2;
+typedef candle_fp8x4<candle_fp8_e5m2_codec> candle_fp8x4_e5m2;
+static_assert(sizeof(candle_fp8x2_e4m3) == 2 && sizeof(candle_fp8x4_e4m3) == 4, "fp8 vectors are two or four values");
 
 // PTX max.f32 / min.f32 (a NaN operand yields the other; both NaN: the canonical NaN
 // 0x7fffffff; +0 is above -0) and their .NaN forms (any NaN operand: the canonical NaN)

@@ -175,6 +175,18 @@ extern "C" __global__ void cc_fp8x4(const float4* f, const __half2* h, const can
     back[t] = static_cast<float4>(a);
 }
 
+// fp8 e5m2 and the fp8x2 / fp8x4 types of both formats.
+extern "C" __global__ void cc_fp8_more(const float* f, const candle_half2* h, const candle_bf16x2* b, uint32_t* o, float* back) {
+    const int t = threadIdx.x;
+    const candle_fp8_e5m2 e(f[t]), e2(h[t].x), e3(b[t].x), e4(3);
+    const candle_fp8x2_e4m3 p(make_float2(f[t], f[t + 1])), q(h[t]), r(b[t]);
+    const candle_fp8x2_e5m2 u(make_float2(f[t], f[t + 1])), v(h[t]), w(b[t]);
+    const candle_fp8x4_e5m2 x(make_float4(f[t], f[t + 1], f[t + 2], f[t + 3])), y(h[t], h[t + 1]), z(b[t], b[t + 1]);
+    const candle_fp8x4_storage s4 = x.__x | y.__x | z.__x;
+    o[t] = e.__x + e2.__x + e3.__x + e4.__x + p.__x + q.__x + r.__x + u.__x + v.__x + w.__x + s4;
+    back[t] = float(e) + static_cast<float2>(p).x + static_cast<float2>(u).y + static_cast<float4>(x).w + (float)(double)e2;
+}
+
 // Votes, matches and the active mask over the logical 32-lane warp.
 extern "C" __global__ void cc_votes(const int* i, const float* f, const long long* l, const double* d, unsigned* o) {
     const int t = threadIdx.x;
@@ -212,6 +224,26 @@ extern "C" __global__ void cc_half2(const candle_half2* in, candle_half2* out, f
     eq[t] = a == b || a != c;
     const __half2 plain = c;
     out[t + 1] = candle_half2(plain);
+}
+
+// cudaLaunchKernelEx with programmatic dependent launch: an ordinary launch.
+__global__ void cc_pdl_kernel(const float* in, float* out, int n) {
+    candle_grid_dependency_synchronize();
+    if ((int)threadIdx.x < n) out[threadIdx.x] = in[threadIdx.x];
+    candle_trigger_programmatic_launch_completion();
+}
+hipError_t cc_pdl_launch(const float* in, float* out, int n, hipStream_t stream) {
+    candle_launch_attribute attribute[1];
+    attribute[0].id = CANDLE_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    candle_launch_config config;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    config.gridDim = dim3(1);
+    config.blockDim = dim3(64);
+    config.dynamicSmemBytes = 0;
+    config.stream = stream;
+    return candle_launch_kernel_ex(&config, cc_pdl_kernel, in, out, n);
 }
 
 // The host/device parts also work in host code.

@@ -156,6 +156,22 @@ void test_f32_to_e5m2() {
         const long double want = (c & 0x7F) == 0x7C ? INFINITY : e5m2_value(c & 0x7F);
         const bool ok = code_nan ? h == 0x7FFF : (!nan && std::fabs(v) == want && std::signbit(v) == ((c & 0x80) != 0));
         g.check(ok, "e5m2 -> f16", c, h, 0);
+        // and to float: the same value (NaNs: 0x7FFFFFFF)
+        const float f = candle_fp8_e5m2_to_f32((uint8_t)c);
+        const bool fok = code_nan ? bits32(f) == 0x7FFFFFFFu : ((long double)std::fabs(f) == want && std::signbit(f) == ((c & 0x80) != 0));
+        g.check(fok, "e5m2 -> f32", c, bits32(f), 0);
+    }
+}
+
+// binary16 -> float: every code, exact (NaNs: 0x7FFFFFFF)
+void test_f16_to_f32() {
+    Group g("f16 -> f32 (all 65536)");
+    for (uint32_t h = 0; h < 65536; ++h) {
+        bool nan = false;
+        const long double want = f16_value((uint16_t)h, &nan);
+        const float f = candle_f16_bits_to_f32((uint16_t)h);
+        const bool ok = nan ? bits32(f) == 0x7FFFFFFFu : ((long double)f == want && std::signbit(f) == ((h & 0x8000) != 0));
+        g.check(ok, "f16 -> f32", h, bits32(f), 0);
     }
 }
 
@@ -388,6 +404,7 @@ int main() {
     test_fp8_decode();
     test_f32_to_fp8();
     test_f32_to_e5m2();
+    test_f16_to_f32();
     test_f64_to_fp8();
     test_bf16();
     test_simd();

@@ -398,6 +398,56 @@ __global__ void k_fp8x4(const uint32_t* in, uint64_t n, uint32_t* out /* 6 per q
     }
 }
 
+// 12. The rest of cuda_fp8.h that flashinfer takes: the e5m2 scalar type, the fp8x2 types and
+// fp8x4 e5m2 (from float, half2 and bf162 pairs; back to float), and PTX's f16x2 <-> fp8x2
+// conversions (rows of inline-asm), each against NVIDIA's own.
+#define FP8_MORE_PAIRS 15
+__global__ void k_fp8_more(const uint32_t* in, uint64_t n, uint32_t* out) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        uint32_t* o = out + 2 * FP8_MORE_PAIRS * i;
+        int k = 0;
+        const float a = __uint_as_float(in[4 * i]), b = __uint_as_float(in[4 * i + 1]);
+        const float c = __uint_as_float(in[4 * i + 2]), d = __uint_as_float(in[4 * i + 3]);
+        const float2 ab = make_float2(a, b);
+        const __half2 h0 = __floats2half2_rn(a, b), h1 = __floats2half2_rn(c, d);
+        const __nv_bfloat162 b0 = __floats2bfloat162_rn(a, b);
+        const candle_bf16x2 c0 = {candle_bf16::from_bits(__bfloat16_as_ushort(b0.x)), candle_bf16::from_bits(__bfloat16_as_ushort(b0.y))};
+        PAIR(candle_fp8x2_e4m3(ab).__x, __nv_fp8x2_e4m3(ab).__x);
+        PAIR(candle_fp8x2_e4m3(h0).__x, __nv_fp8x2_e4m3(h0).__x);
+        PAIR(candle_fp8x2_e4m3(c0).__x, __nv_fp8x2_e4m3(b0).__x);
+        // e5m2 reaches 57344: the same values times 64
+        const float4 w = make_float4(a * 64.0f, b * 64.0f, c * 64.0f, d * 64.0f);
+        const __half2 w0 = __floats2half2_rn(w.x, w.y), w1 = __floats2half2_rn(w.z, w.w);
+        PAIR(candle_fp8x2_e5m2(make_float2(w.x, w.y)).__x, __nv_fp8x2_e5m2(make_float2(w.x, w.y)).__x);
+        PAIR(candle_fp8x2_e5m2(w0).__x, __nv_fp8x2_e5m2(w0).__x);
+        PAIR(candle_fp8x4_e5m2(w).__x, __nv_fp8x4_e5m2(w).__x);
+        PAIR(candle_fp8x4_e5m2(w0, w1).__x, __nv_fp8x4_e5m2(w0, w1).__x);
+        PAIR(candle_fp8_e5m2(w.x).__x, __nv_fp8_e5m2(w.x).__x);
+        // decoding: every code of a byte / a pair, taken from the input's bits
+        const uint8_t code = (uint8_t)(in[4 * i + 3] >> (8 * (i & 3)));
+        candle_fp8_e5m2 ours8; ours8.__x = code;
+        __nv_fp8_e5m2 nv8; nv8.__x = code;
+        PAIR(__float_as_uint(float(ours8)), __float_as_uint(float(nv8)));
+        const uint16_t code2 = (uint16_t)in[4 * i + 2];
+        candle_fp8x2_e4m3 ours2; ours2.__x = code2;
+        __nv_fp8x2_e4m3 nv2; nv2.__x = code2;
+        PAIR(__float_as_uint(float2(ours2).x), __float_as_uint(float2(nv2).x));
+        PAIR(__float_as_uint(float2(ours2).y), __float_as_uint(float2(nv2).y));
+        // PTX f16x2 <-> fp8x2, as the inline-asm rows translate them
+        const uint32_t hx = candle_half2_as_u32(h0), wx = candle_half2_as_u32(w0);
+        uint16_t y;
+        asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(y) : "r"(hx));
+        PAIR(candle_cvt_halfraw2_to_fp8x2(candle_u32_as_half2(hx), CANDLE_FP8_SATFINITE, CANDLE_FP8_E4M3_INTERP), y);
+        asm("cvt.rn.satfinite.e5m2x2.f16x2 %0, %1;" : "=h"(y) : "r"(wx));
+        PAIR(candle_cvt_halfraw2_to_fp8x2(candle_u32_as_half2(wx), CANDLE_FP8_SATFINITE, CANDLE_FP8_E5M2_INTERP), y);
+        uint32_t z;
+        asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(z) : "h"(code2));
+        PAIR(candle_half2_as_u32(candle_cvt_fp8x2_to_halfraw2(code2, CANDLE_FP8_E4M3_INTERP)), z);
+        asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(z) : "h"(code2));
+        PAIR(candle_half2_as_u32(candle_cvt_fp8x2_to_halfraw2(code2, CANDLE_FP8_E5M2_INTERP)), z);
+    }
+}
+
 int main() {
     const dim3 grid(2048), block(256);
     // 1. Every float -> fp8 e4m3 and -> bf16 (both spellings).
@@ -819,6 +869,27 @@ int main() {
             return ho[6 * i] == ho[6 * i + 1] && ho[6 * i + 2] == ho[6 * i + 3] && ho[6 * i + 4] == ho[6 * i + 5]; },
             [&](uint64_t i) { std::printf("  in %08x %08x %08x %08x: nvidia/ours %08x/%08x %08x/%08x %08x/%08x\n", hin[4 * i], hin[4 * i + 1], hin[4 * i + 2], hin[4 * i + 3],
                                           ho[6 * i], ho[6 * i + 1], ho[6 * i + 2], ho[6 * i + 3], ho[6 * i + 4], ho[6 * i + 5]); }));
+        CK(cudaFree(dout));
+
+        // 12. on the same inputs
+        CK(cudaMalloc(&dout, 4 * n * 2 * FP8_MORE_PAIRS));
+        k_fp8_more<<<grid, block>>>(din, n, dout);
+        CK(cudaGetLastError());
+        std::vector<uint32_t> hm(n * 2 * FP8_MORE_PAIRS);
+        CK(cudaMemcpy(hm.data(), dout, 4 * n * 2 * FP8_MORE_PAIRS, cudaMemcpyDeviceToHost));
+        static const char* more[FP8_MORE_PAIRS] = {"fp8x2 e4m3 from float2", "fp8x2 e4m3 from half2", "fp8x2 e4m3 from bf162",
+            "fp8x2 e5m2 from float2", "fp8x2 e5m2 from half2", "fp8x4 e5m2 from float4", "fp8x4 e5m2 from half2s", "fp8 e5m2 from float",
+            "float(fp8 e5m2)", "float2(fp8x2 e4m3).x", "float2(fp8x2 e4m3).y", "cvt.rn.satfinite.e4m3x2.f16x2", "cvt.rn.satfinite.e5m2x2.f16x2",
+            "cvt.rn.f16x2.e4m3x2", "cvt.rn.f16x2.e5m2x2"};
+        auto differs = [&](uint64_t i, int f) { return hm[(i * FP8_MORE_PAIRS + f) * 2] != hm[(i * FP8_MORE_PAIRS + f) * 2 + 1]; };
+        result("fp8 e5m2, fp8x2/x4 types, PTX f16x2<->fp8x2 cvt", n * FP8_MORE_PAIRS, par_count(n, [&](uint64_t i) {
+            for (int f = 0; f < FP8_MORE_PAIRS; ++f) if (differs(i, f)) return false;
+            return true; },
+            [&](uint64_t i) {
+                for (int f = 0; f < FP8_MORE_PAIRS; ++f) if (differs(i, f))
+                    std::printf("  in %08x %08x %08x %08x %s: ours %08x nvidia %08x\n", hin[4 * i], hin[4 * i + 1], hin[4 * i + 2], hin[4 * i + 3],
+                                more[f], hm[(i * FP8_MORE_PAIRS + f) * 2], hm[(i * FP8_MORE_PAIRS + f) * 2 + 1]);
+            }));
         CK(cudaFree(din)); CK(cudaFree(dout));
     }
     if (g_bad) std::printf("FAILED: %d exact group(s) differ\n", g_bad);

@@ -445,10 +445,19 @@ inline __half2 __hsub2(__half2 a, __half2 b) { return a - b; }
 inline __half2 __hmul2(__half2 a, __half2 b) { return a * b; }
 // named by compat helpers no emulated kernel calls (candle_f16x2_fma, candle_syncwarp)
 inline __half2 __hfma2(__half2 a, __half2 b, __half2 c) { return a * b + c; }
+// (candle_half2_of_halves, the pair HIP 5.2.3 needs)
+inline __half2 __h2div(__half2 a, __half2 b) { return {a.x / b.x, a.y / b.y}; }
+inline __half2 __hneg2(__half2 a) { return {-a.x, -a.y}; }
+inline bool __hbeq2(__half2 a, __half2 b) { return float(a.x) == float(b.x) && float(a.y) == float(b.y); }
+inline bool __hbne2(__half2 a, __half2 b) { return float(a.x) != float(b.x) && float(a.y) != float(b.y); }
 inline void __syncwarp(unsigned int = 0xffffffffu) {}
 inline void __nanosleep(unsigned int) {}
 // (candle_activemask_w32: no emulated kernel asks for the active lanes; a call would stop here)
 inline unsigned int __activemask() { __builtin_trap(); }
+// (candle_fence_*_sys: a fence of the whole system)
+inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+// (candle_ballot_w32_in: the same as __activemask)
+inline unsigned int __ballot_sync(unsigned int, int) { __builtin_trap(); }
 inline __half2 make_half2(__half x, __half y) { return {x, y}; }
 inline __half2 __halves2half2(__half x, __half y) { return {x, y}; }
 inline __half2 __floats2half2_rn(float x, float y) { return {__half(x), __half(y)}; }

@@ -223,7 +223,11 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("nv_bfloat162", "candle_bf16x2"),
     ("__hip_bfloat162", "candle_bf16x2"),
     ("__nv_fp8_e4m3", "candle_fp8_e4m3"),
+    ("__nv_fp8_e5m2", "candle_fp8_e5m2"),
+    ("__nv_fp8x2_e4m3", "candle_fp8x2_e4m3"),
     ("__nv_fp8x4_e4m3", "candle_fp8x4_e4m3"),
+    ("__nv_fp8x2_e5m2", "candle_fp8x2_e5m2"),
+    ("__nv_fp8x4_e5m2", "candle_fp8x4_e5m2"),
     ("__hip_fp8_e4m3", "candle_fp8_e4m3"),
     ("__NV_E4M3", "CANDLE_FP8_E4M3_INTERP"),
     ("__NV_E5M2", "CANDLE_FP8_E5M2_INTERP"),
@@ -241,6 +245,7 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("__NV_NOSAT", "CANDLE_FP8_NOSAT"),
     ("__nv_fp8_storage_t", "candle_fp8_storage"),
     ("__nv_fp8x2_storage_t", "candle_fp8x2_storage"),
+    ("__nv_fp8x4_storage_t", "candle_fp8x4_storage"),
     ("__nv_cvt_float2_to_fp8x2", "candle_cvt_float2_to_fp8x2"),
     ("__nv_cvt_halfraw2_to_fp8x2", "candle_cvt_halfraw2_to_fp8x2"),
     ("__nv_cvt_fp8x2_to_halfraw2", "candle_cvt_fp8x2_to_halfraw2"),
@@ -250,6 +255,14 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("half2", "candle_half2"),
     ("__nv_saturation_t", "int"),
     ("__nv_fp8_interpretation_t", "int"),
+    // CUDA 12's launch with a config (cudaLaunchKernelEx) and programmatic dependent launch:
+    // an ordinary launch, the PDL attribute and its two device calls meaning nothing (compat)
+    ("cudaLaunchConfig_t", "candle_launch_config"),
+    ("cudaLaunchAttribute", "candle_launch_attribute"),
+    ("cudaLaunchAttributeProgrammaticStreamSerialization", "CANDLE_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION"),
+    ("cudaLaunchKernelEx", "candle_launch_kernel_ex"),
+    ("cudaGridDependencySynchronize", "candle_grid_dependency_synchronize"),
+    ("cudaTriggerProgrammaticLaunchCompletion", "candle_trigger_programmatic_launch_completion"),
     // nvcc's list of compiled arches: never defined on AMD (a name nothing defines)
     ("__CUDA_ARCH_LIST__", "CANDLE_NO_CUDA_ARCH_LIST"),
     // bf16 conversions
@@ -264,6 +277,7 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
     ("__floats2bfloat162_rn", "candle_floats2bf162"),
     ("__float2bfloat162_rn", "candle_float2bf162"),
     ("__halves2bfloat162", "candle_halves2bf162"),
+    ("make_bfloat162", "candle_halves2bf162"),
     ("__bfloat162bfloat162", "candle_bf162bf162"),
     ("__bfloat1622float2", "candle_bf1622float2"),
     // loads through the read-only cache: a plain load on AMD, for every type (HIP's
@@ -696,6 +710,56 @@ pub const ASM_REWRITES: &[AsmRewrite] = &[
         why: "PTX device-scope fence",
     },
     AsmRewrite {
+        template: "cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;",
+        replacement: "{0} = candle_cvt_halfraw2_to_fp8x2(candle_u32_as_half2({1}), CANDLE_FP8_SATFINITE, CANDLE_FP8_E4M3_INTERP);",
+        why: "PTX f16 pair to e4m3 pair, saturating (the low half to the low byte): cuda_fp8.h's conversion, compat",
+    },
+    AsmRewrite {
+        template: "cvt.rn.f16x2.e4m3x2 %0, %1;",
+        replacement: "{0} = candle_half2_as_u32(candle_cvt_fp8x2_to_halfraw2({1}, CANDLE_FP8_E4M3_INTERP));",
+        why: "PTX e4m3 pair to f16 pair (exact): cuda_fp8.h's conversion, compat",
+    },
+    AsmRewrite {
+        template: "cvt.rn.satfinite.e5m2x2.f16x2 %0, %1;",
+        replacement: "{0} = candle_cvt_halfraw2_to_fp8x2(candle_u32_as_half2({1}), CANDLE_FP8_SATFINITE, CANDLE_FP8_E5M2_INTERP);",
+        why: "PTX f16 pair to e5m2 pair, saturating (the low half to the low byte): cuda_fp8.h's conversion, compat",
+    },
+    AsmRewrite {
+        template: "cvt.rn.f16x2.e5m2x2 %0, %1;",
+        replacement: "{0} = candle_half2_as_u32(candle_cvt_fp8x2_to_halfraw2({1}, CANDLE_FP8_E5M2_INTERP));",
+        why: "PTX e5m2 pair to f16 pair (exact): cuda_fp8.h's conversion, compat",
+    },
+    AsmRewrite {
+        template: "st.volatile.global.v4.b32 [%4], {%0, %1, %2, %3};",
+        replacement: "candle_st_volatile_b32({4}, {0}); candle_st_volatile_b32((uint32_t*)({4}) + 1, {1}); candle_st_volatile_b32((uint32_t*)({4}) + 2, {2}); candle_st_volatile_b32((uint32_t*)({4}) + 3, {3});",
+        why: "PTX volatile 4 x 32-bit store: four volatile stores",
+    },
+    AsmRewrite {
+        template: "ld.volatile.global.v4.b32 {%0, %1, %2, %3}, [%4];",
+        replacement: "{0} = candle_ld_volatile_b32({4}); {1} = candle_ld_volatile_b32((const uint32_t*)({4}) + 1); {2} = candle_ld_volatile_b32((const uint32_t*)({4}) + 2); {3} = candle_ld_volatile_b32((const uint32_t*)({4}) + 3);",
+        why: "PTX volatile 4 x 32-bit load: four volatile loads",
+    },
+    AsmRewrite {
+        template: "st.release.global.sys.v4.b32 [%4], {%0, %1, %2, %3};",
+        replacement: "candle_fence_release_sys(); candle_st_volatile_b32({4}, {0}); candle_st_volatile_b32((uint32_t*)({4}) + 1, {1}); candle_st_volatile_b32((uint32_t*)({4}) + 2, {2}); candle_st_volatile_b32((uint32_t*)({4}) + 3, {3});",
+        why: "PTX system-scope release store of 4 x 32 bits: a release fence, then four volatile stores",
+    },
+    AsmRewrite {
+        template: "ld.acquire.global.sys.v4.b32 {%0, %1, %2, %3}, [%4];",
+        replacement: "{0} = candle_ld_volatile_b32({4}); {1} = candle_ld_volatile_b32((const uint32_t*)({4}) + 1); {2} = candle_ld_volatile_b32((const uint32_t*)({4}) + 2); {3} = candle_ld_volatile_b32((const uint32_t*)({4}) + 3); candle_fence_acquire_sys();",
+        why: "PTX system-scope acquire load of 4 x 32 bits: four volatile loads, then an acquire fence",
+    },
+    AsmRewrite {
+        template: "griddepcontrol.wait;",
+        replacement: "candle_grid_dependency_synchronize();",
+        why: "PTX programmatic dependent launch's wait: launches are never programmatic on AMD, so the kernel ahead has ended",
+    },
+    AsmRewrite {
+        template: "griddepcontrol.launch_dependents;",
+        replacement: "candle_trigger_programmatic_launch_completion();",
+        why: "PTX programmatic dependent launch's trigger: nothing waits for it on AMD",
+    },
+    AsmRewrite {
         template: "prefetch.global.L2 [%0];",
         replacement: "(void)({0});",
         why: "PTX L2 prefetch: a hint, nothing to compute",
@@ -712,7 +776,6 @@ pub const ASM_NVIDIA_ONLY: &[(&str, &str)] = &[
     ("stmatrix", "sm_90 stmatrix: tensor-core fragments into shared memory"),
     ("wgmma", "sm_90 warpgroup MMA (wgmma)"),
     ("tcgen05", "sm_100 tensor-core generation 5"),
-    ("griddepcontrol", "sm_90 programmatic dependent launch"),
     ("cp.reduce.async.bulk", "sm_90 TMA bulk reductions"),
     ("mbarrier", "sm_80+ asynchronous transaction barriers"),
     ("elect.sync", "sm_90 warp leader election"),

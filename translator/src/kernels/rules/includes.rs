@@ -5,11 +5,62 @@
 //! (or dropped when the compat prelude provides it); standard headers pass through;
 //! anything else is an error naming the header.
 
+//!
+//! It runs after `fold-conditionals`, so an include under a test that is false on AMD
+//! (`#if CUDA_VERSION >= 12080`: the toolkit version is 0) is gone by then. Rule
+//! `refused-includes` runs first of all and refuses the NVIDIA-only and foreign headers
+//! that no such test guards: a unit that includes CUTLASS is refused for CUTLASS, not for
+//! the architecture tests of CUTLASS-only code.
+
 use super::{TreeFacts, Unit};
-use crate::kernels::mapping::{header_row, FOREIGN_HEADERS, INCLUDES, INCLUDE_DIRECTORIES, NVIDIA_ONLY_HEADERS, ROCM_LIBRARY_HEADERS, STANDARD_INCLUDES};
+use crate::kernels::mapping::{header_row, FOREIGN_HEADERS, INCLUDES, INCLUDE_DIRECTORIES, NVIDIA_ONLY_HEADERS, ROCM_LIBRARY_HEADERS, STANDARD_INCLUDES, TOOLKIT_VERSION_MACROS};
 use crate::kernels::include_paths::{self, include_target};
-use crate::lexer::{self, logical_lines};
+use crate::lexer::{self, line_views, logical_lines};
 use crate::TranslateError;
+
+/// Rule `refused-includes`: the NVIDIA-only and foreign headers included outside any
+/// toolkit-version or `__CUDA_ARCH__` test are refused; nothing is rewritten.
+pub fn refuse_unguarded(unit: &mut Unit, facts: &TreeFacts) -> Result<usize, TranslateError> {
+    // per open conditional group: whether its condition (or an earlier branch's) tests the
+    // toolkit version or the architecture
+    let mut groups: Vec<bool> = Vec::new();
+    for line in line_views(&unit.tokens) {
+        let tests_version = || line.directive_body().iter().any(|t| t.text == "__CUDA_ARCH__" || TOOLKIT_VERSION_MACROS.contains(&t.text.as_str()));
+        match line.directive() {
+            Some("if" | "ifdef" | "ifndef") => groups.push(tests_version()),
+            Some("elif") => {
+                let v = tests_version();
+                if let Some(top) = groups.last_mut() {
+                    *top |= v;
+                }
+            }
+            Some("endif") => {
+                groups.pop();
+            }
+            Some("include") if !groups.iter().any(|g| *g) => {
+                if let Some((target, quoted)) = include_target(&line) {
+                    if let Some(err) = refusal(unit, facts, &target, quoted, line.line()) {
+                        return Err(err);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(0)
+}
+
+/// The refusal of an include that is not the tree's own: NVIDIA-only or a foreign library.
+fn refusal(unit: &Unit, facts: &TreeFacts, target: &str, quoted: bool, line: u32) -> Option<TranslateError> {
+    if include_paths::resolve(&unit.path, target, quoted, &facts.include_dirs, |p| facts.inputs.contains(p)).is_some() {
+        return None;
+    }
+    let spelled = format!("#include {}", if quoted { format!("\"{target}\"") } else { format!("<{target}>") });
+    if let Some(cause) = header_row(NVIDIA_ONLY_HEADERS, target) {
+        return Some(TranslateError::nvidia_only(&unit.path, line, spelled, cause));
+    }
+    header_row(FOREIGN_HEADERS, target).map(|library| TranslateError::NeedsLibrary { file: unit.path.clone(), line, construct: spelled, library: library.to_string() })
+}
 
 pub fn apply(unit: &mut Unit, facts: &TreeFacts) -> Result<usize, TranslateError> {
     let mut count = 0;
@@ -35,11 +86,8 @@ pub fn apply(unit: &mut Unit, facts: &TreeFacts) -> Result<usize, TranslateError
             continue;
         }
         let spelled = || format!("#include {}", if quoted { format!("\"{target}\"") } else { format!("<{target}>") });
-        if let Some(cause) = header_row(NVIDIA_ONLY_HEADERS, &target) {
-            return Err(TranslateError::nvidia_only(&unit.path, line.line(), spelled(), cause));
-        }
-        if let Some(library) = header_row(FOREIGN_HEADERS, &target) {
-            return Err(TranslateError::NeedsLibrary { file: unit.path.clone(), line: line.line(), construct: spelled(), library: library.to_string() });
+        if let Some(err) = refusal(unit, facts, &target, quoted, line.line()) {
+            return Err(err);
         }
         if header_row(ROCM_LIBRARY_HEADERS, &target).is_some() {
             out.extend(line.tokens);

@@ -225,8 +225,8 @@ mod tests {
         let err = run(apply, src).unwrap_err();
         assert!(matches!(err, TranslateError::NvidiaOnly { .. }), "{err}");
         assert!(err.to_string().contains("NVIDIA-only: sm_80 asynchronous"), "{err}");
-        let err = run(apply, "asm volatile(\"griddepcontrol.wait;\");\n").unwrap_err();
-        assert!(err.to_string().contains("programmatic dependent launch"), "{err}");
+        let err = run(apply, "asm volatile(\"elect.sync %0|%1, %2;\" : \"=r\"(a), \"=r\"(b) : \"r\"(m));\n").unwrap_err();
+        assert!(err.to_string().contains("warp leader election"), "{err}");
         // unknown but not listed: no rule
         let err = run(apply, "asm(\"bfind.u32 %0, %1;\" : \"=r\"(a) : \"r\"(b));\n").unwrap_err();
         assert!(matches!(err, TranslateError::Unsupported { .. }), "{err}");

@@ -8,6 +8,7 @@ mod arch_guards;
 pub(crate) mod author_branches;
 mod call_renames;
 mod compat_overloads;
+mod dependent_templates;
 mod elementwise_packs;
 mod fold_conditionals;
 mod ggml_amd;
@@ -70,13 +71,17 @@ pub struct Rule {
     pub apply: fn(&mut Unit, &TreeFacts) -> Result<usize, TranslateError>,
 }
 
-/// The rules in order. `fold-conditionals` runs after tree facts are computed.
+/// The rules in order. `fold-conditionals` runs after tree facts are computed, `includes`
+/// after it.
 pub const PIPELINE: &[Rule] = &[
+    Rule { name: "refused-includes", apply: includes::refuse_unguarded },
     Rule { name: "author-rocm-branches", apply: author_branches::apply },
-    Rule { name: "includes", apply: includes::apply },
     Rule { name: "toolkit-version", apply: toolkit_version::apply },
     Rule { name: "arch-guards", apply: arch_guards::apply },
     Rule { name: "fold-conditionals", apply: fold_conditionals::apply },
+    // after the folds: an include under `#if CUDA_VERSION >= 12080` (0 on AMD) is gone by now
+    // (`refused-includes`, first, refuses the NVIDIA-only ones no such test guards)
+    Rule { name: "includes", apply: includes::apply },
     Rule { name: "host-arch-queries", apply: host_arch::apply },
     Rule { name: "ggml-amd-profile", apply: ggml_amd::apply },
     Rule { name: "ggml-host-tiles", apply: ggml_host_tiles::apply },
@@ -87,6 +92,7 @@ pub const PIPELINE: &[Rule] = &[
     Rule { name: "launch-bounds", apply: launch_bounds::apply },
     Rule { name: "upstream-kernel-fixes", apply: upstream_fixes::apply },
     Rule { name: "template-implied-arguments", apply: template_implied::apply },
+    Rule { name: "dependent-member-templates", apply: dependent_templates::apply },
     Rule { name: "inline-asm", apply: inline_asm::apply },
     Rule { name: "warp-sync-intrinsics", apply: warp_sync::apply },
     Rule { name: "names", apply: names::apply },

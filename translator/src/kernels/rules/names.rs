@@ -112,6 +112,18 @@ mod tests {
         assert_eq!(n, 3);
     }
 
+    /// flashinfer's launch with programmatic dependent launch: an ordinary launch on AMD.
+    #[test]
+    fn launch_with_a_config_and_pdl() {
+        let src = "cudaLaunchAttribute attribute[1];\nattribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;\ncudaLaunchConfig_t config;\nconfig.attrs = attribute;\ncudaLaunchKernelEx(&config, kernel, v, s);\ncudaGridDependencySynchronize(); cudaTriggerProgrammaticLaunchCompletion();\n";
+        let (out, n) = run(apply, src).unwrap();
+        assert_eq!(
+            out,
+            "candle_launch_attribute attribute[1];\nattribute[0].id = CANDLE_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;\ncandle_launch_config config;\nconfig.attrs = attribute;\ncandle_launch_kernel_ex(&config, kernel, v, s);\ncandle_grid_dependency_synchronize(); candle_trigger_programmatic_launch_completion();\n"
+        );
+        assert_eq!(n, 6);
+    }
+
     #[test]
     fn whole_words_in_comments_are_renamed_like_code() {
         let (out, n) = run(apply, "// uses __nv_bfloat16 (not x__nv_bfloat16) and hip_bfloat16\n/* cub:: */\n").unwrap();
