@@ -8,6 +8,7 @@
 //! `--sample` runs the corpora CI runs: mistral.rs's three crates (the pinned Candle release
 //! is regen's, which CI checks and compiles in its own steps).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -143,12 +144,23 @@ fn outcome(e: &TranslateError) -> Outcome {
     }
 }
 
+/// What one compiler made of a translated unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Compiled {
+    Ok,
+    /// The first error line.
+    Failed(String),
+    /// Not compiled: the unit takes a ROCm library (named, with its header) that this
+    /// compiler's release does not ship.
+    LacksLibrary(String),
+}
+
 /// One row: a unit, what became of it, and per compiled arch set whether it compiled.
 pub struct Row {
     pub unit: String,
     pub outcome: Outcome,
-    /// (compiler label, first error line or None when it compiled)
-    pub compiled: Vec<(String, Option<String>)>,
+    /// (compiler label, what it made of the unit)
+    pub compiled: Vec<(String, Compiled)>,
 }
 
 pub fn run(args: CorpusArgs) -> Result<ExitCode> {
@@ -167,6 +179,9 @@ pub fn run(args: CorpusArgs) -> Result<ExitCode> {
     }
     if let Some(r) = &args.rocm {
         report.push_str(&format!(" --rocm {r}"));
+    }
+    for only in &args.only {
+        report.push_str(&format!(" --only '{only}'"));
     }
     report.push_str("`. One row per kernel unit (`.cu`), with the headers it includes: a unit is translated when it and every header it reaches translate.\n\n");
     let mut summary = String::from("| corpus | units | translated | NVIDIA-only | needs a library | no rule | not CUDA |");
@@ -193,12 +208,16 @@ pub fn run(args: CorpusArgs) -> Result<ExitCode> {
             count("not CUDA")
         ));
         for (n, (label, _, _)) in compilers.iter().enumerate() {
-            let ok = rows.iter().filter(|r| r.compiled.get(n).is_some_and(|(l, e)| l == label && e.is_none())).count();
-            summary.push_str(&format!(" {ok} |"));
+            let with = |c: fn(&Compiled) -> bool| rows.iter().filter(|r| r.compiled.get(n).is_some_and(|(l, e)| l == label && c(e))).count();
+            let ok = with(|e| *e == Compiled::Ok);
+            match with(|e| matches!(e, Compiled::LacksLibrary(_))) {
+                0 => summary.push_str(&format!(" {ok} |")),
+                lacking => summary.push_str(&format!(" {ok} (+{lacking} need a library it lacks) |")),
+            }
         }
         summary.push('\n');
-        failing += rows.iter().filter(|r| matches!(r.outcome, Outcome::NoRule(_)) || r.compiled.iter().any(|(_, e)| e.is_some())).count();
-        let shown: Vec<&Row> = rows.iter().filter(|r| args.all_rows || r.outcome != Outcome::Translated || r.compiled.iter().any(|(_, e)| e.is_some())).collect();
+        failing += rows.iter().filter(|r| matches!(r.outcome, Outcome::NoRule(_)) || r.compiled.iter().any(|(_, e)| matches!(e, Compiled::Failed(_)))).count();
+        let shown: Vec<&Row> = rows.iter().filter(|r| args.all_rows || r.outcome != Outcome::Translated || r.compiled.iter().any(|(_, e)| *e != Compiled::Ok)).collect();
         if !shown.is_empty() || !notes.is_empty() {
             details.push_str(&format!("\n## {}\n\n", name(corpus)));
             for note in &notes {
@@ -211,10 +230,11 @@ pub fn run(args: CorpusArgs) -> Result<ExitCode> {
                     Outcome::NotCuda(why) => details.push_str(&format!(": {why}")),
                     Outcome::Translated => {}
                 }
-                for (label, error) in &row.compiled {
-                    match error {
-                        None => details.push_str(&format!("; {label} ok")),
-                        Some(e) => details.push_str(&format!("; {label} failed: {}", one_line(e))),
+                for (label, compiled) in &row.compiled {
+                    match compiled {
+                        Compiled::Ok => details.push_str(&format!("; {label} ok")),
+                        Compiled::Failed(e) => details.push_str(&format!("; {label} failed: {}", one_line(e))),
+                        Compiled::LacksLibrary(what) => details.push_str(&format!("; {label} not compiled: needs {what}, which this release does not ship")),
                     }
                 }
                 details.push('\n');
@@ -377,10 +397,33 @@ fn measure(corpus: &Corpus, tree: &[TreeFile], compilers: &[(String, Hipcc, Vec<
             std::fs::create_dir_all(path.parent().unwrap())?;
             std::fs::write(path, &f.contents)?;
         }
+        let out_by_path: BTreeMap<&str, &TreeFile> = output.files.iter().map(|f| (f.rel_path.as_str(), f)).collect();
+        let headers: Vec<TreeFile> = inputs.iter().filter(|f| is_header(&f.rel_path)).cloned().collect();
+        let libraries: BTreeMap<String, BTreeSet<(&'static str, String)>> = inputs
+            .iter()
+            .filter(|f| is_kernel_unit(&f.rel_path))
+            .map(|unit| {
+                let reach = include_paths::own_headers(&[vec![unit.clone()], headers.clone()].concat(), &include_dirs);
+                let texts = reach.iter().filter_map(|f| out_by_path.get(translator::kernels::rules::output_path(&f.rel_path).as_str()));
+                (unit.rel_path.clone(), texts.flat_map(|f| libraries_taken(f)).collect())
+            })
+            .collect();
         for (label, hipcc, arches) in compilers {
+            let mut ships: BTreeMap<String, bool> = BTreeMap::new();
+            for (_, header) in libraries.values().flatten() {
+                if !ships.contains_key(header) {
+                    ships.insert(header.clone(), compiles_include(hipcc, &arches[0], header, &work.join("probe"))?);
+                }
+            }
+            for row in rows.iter_mut().filter(|r| r.outcome == Outcome::Translated) {
+                let lacking: Vec<String> = libraries[&row.unit].iter().filter(|(_, h)| !ships[h]).map(|(lib, h)| format!("{lib} (`{h}`)")).collect();
+                if !lacking.is_empty() {
+                    row.compiled.push((label.clone(), Compiled::LacksLibrary(lacking.join(", "))));
+                }
+            }
             let jobs: Vec<CompileJob> = rows
                 .iter()
-                .filter(|r| r.outcome == Outcome::Translated)
+                .filter(|r| r.outcome == Outcome::Translated && !r.compiled.iter().any(|(l, _)| l == label))
                 .map(|r| CompileJob {
                     source: work.join("src").join(translator::kernels::rules::output_path(&r.unit)),
                     output: work.join("out").join(label.replace([' ', '/'], "_")).join(format!("{}.o", r.unit.replace('/', "__"))),
@@ -398,11 +441,55 @@ fn measure(corpus: &Corpus, tree: &[TreeFile], compilers: &[(String, Hipcc, Vec<
                 let unit = rows.iter_mut().find(|r| work.join("src").join(translator::kernels::rules::output_path(&r.unit)) == result.job.source).unwrap();
                 // paths relative to the translated tree: the report is the same from any checkout
                 let tree_prefix = format!("{}/", work.join("src").display());
-                unit.compiled.push((label.clone(), result.result.err().map(|e| first_compile_error(&e.to_string()).replace(&tree_prefix, ""))));
+                let compiled = match result.result {
+                    Ok(_) => Compiled::Ok,
+                    Err(e) => Compiled::Failed(first_compile_error(&e.to_string()).replace(&tree_prefix, "")),
+                };
+                unit.compiled.push((label.clone(), compiled));
             }
         }
     }
     Ok((rows, output.notes))
+}
+
+/// The ROCm libraries a translated file takes beyond HIP, as (library, header): each ROCm
+/// library header it includes (`ROCM_LIBRARY_HEADERS`: an author's ROCm branch), and hipCUB
+/// for a `cub::` name the compat header does not declare itself (`COMPAT_CUB_NAMES`).
+fn libraries_taken(file: &TreeFile) -> BTreeSet<(&'static str, String)> {
+    use translator::kernels::mapping::{header_row, COMPAT_CUB_NAMES, HIPCUB_HEADER, ROCM_LIBRARY_HEADERS};
+    let mut out = BTreeSet::new();
+    let Ok(text) = std::str::from_utf8(&file.contents) else { return out };
+    let lexed = translator::lexer::lex(text);
+    for line in translator::lexer::line_views(&lexed.tokens) {
+        if let Some((target, _)) = line.directive().filter(|d| *d == "include").and_then(|_| include_paths::include_target(&line)) {
+            if let Some(library) = header_row(ROCM_LIBRARY_HEADERS, &target) {
+                out.insert((library, target));
+            }
+        }
+    }
+    let significant: Vec<_> = lexed.tokens.iter().filter(|t| !t.is_trivia()).collect();
+    for w in significant.windows(3) {
+        if w[0].is_ident("candle_cub") && w[1].is_punct("::") && !COMPAT_CUB_NAMES.iter().any(|n| w[2].is_ident(n)) {
+            out.insert(("hipCUB", HIPCUB_HEADER.to_string()));
+        }
+    }
+    out
+}
+
+/// Whether `hipcc` finds `header` (a file that includes only it compiles for `arch`).
+fn compiles_include(hipcc: &Hipcc, arch: &str, header: &str, dir: &Path) -> Result<bool> {
+    std::fs::create_dir_all(dir)?;
+    let source = dir.join(format!("{}.hip", header.replace(['/', '.'], "_")));
+    std::fs::write(&source, format!("#include <hip/hip_runtime.h>\n#include <{header}>\n"))?;
+    let job = CompileJob {
+        source: source.clone(),
+        output: source.with_extension("o"),
+        kind: OutputKind::CodeObject,
+        arches: vec![arch.to_string()],
+        include_dirs: Vec::new(),
+        extra_flags: vec!["-std=c++17".to_string()],
+    };
+    Ok(hip_build::compile_all(hipcc, vec![job], 0).into_iter().all(|r| r.result.is_ok()))
 }
 
 /// The first `error:` line of a compiler's message (else its first line).
@@ -425,6 +512,15 @@ mod tests {
         assert_eq!(first_difference("a\nb\n", "a\nb\n"), None);
         assert_eq!(first_difference("a\nb\n", "a\nc\n").unwrap(), "line 2: expected \"b\", got \"c\"");
         assert_eq!(first_difference("a\n", "a\nx\n").unwrap(), "line 2: expected \"(end)\", got \"x\"");
+    }
+
+    #[test]
+    fn libraries_are_read_off_includes_and_cub_names() {
+        let file = |text: &str| TreeFile { rel_path: "k.hip".into(), contents: text.as_bytes().to_vec() };
+        let taken = libraries_taken(&file("#include <hipblas/hipblas.h>\n#include \"candle_hip_cub.h\"\ntypedef candle_cub::BlockLoad<int, 128, 4> L;\n"));
+        assert_eq!(taken.into_iter().collect::<Vec<_>>(), vec![("hipBLAS", "hipblas/hipblas.h".to_string()), ("hipCUB", "hipcub/hipcub.hpp".to_string())]);
+        // Candle's scan is the compat header's own
+        assert!(libraries_taken(&file("using S = candle_cub::BlockScan<int, 1024>;\n")).is_empty());
     }
 
     #[test]
