@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole platform matrix (README, "Supported platforms"): for each pinned ROCm
+# The whole platform matrix (docs/platforms.md): for each pinned ROCm
 # release, its root (cargo xtask rocm-root), every generated kernel compiled arch
 # by arch with kernel parity and warnings, and the backend built, linked and
 # tested inside the root with its imports checked against the release.

@@ -98,7 +98,7 @@ CANDLE_ROCM_KERNELS_CACHE="$PWD/target/gpu-bundle/kernels-cache" cargo test --wo
 # the root and the bundle's release builds are not needed past this point (the kernel cache is)
 prune target/rocm target/gpu-bundle/release target/gpu-bundle/bundle "$coll" "$tmp/collectives-lib"
 
-step "other inputs through the release table (cargo xtask releases; README 'Every Candle release'): the translator is not tuned to one release."
+step "other inputs through the release table (cargo xtask releases; docs/maintainers.md): the translator is not tuned to one release."
 echo "   A checkout-shaped tree (0.10.2's crates.io sources in their workspace form, no git clone): regen --candle-src resolves the"
 echo "   inherited manifest keys, its kernels compile for gfx1030 with the host hipcc, its candle-core and candle-nn type-check."
 echo "   The oldest release, 0.9.0 (no static-library launchers, ug always on): regen, its kernels, its backend check."
@@ -106,7 +106,7 @@ cargo xtask releases --only --checkout-of 0.10.2 --arch gfx1030 --work "$tmp/rel
 cargo xtask releases --only --versions 0.9.0 --arch gfx1030 --work "$tmp/releases"
 rm -rf "$tmp/releases"
 
-step "the kernel translator on code it was not written against (cargo xtask corpus --sample; README 'Code nobody here wrote'):"
+step "the kernel translator on code it was not written against (cargo xtask corpus --sample; docs/maintainers.md):"
 echo "   mistral.rs 0.8.1's three CUDA crates from the registry (Candle's own releases are the steps above), every kernel unit translated on its own or"
 echo "   refused with its cause, what translated compiled with the host hipcc (HIP 5.2.3, gfx90a); the report must equal"
 echo "   bench/results/corpus-sample.md (the whole corpus, vLLM's csrc and ROCm 7.2 included: bench/results/corpus.md)"
