@@ -22,6 +22,8 @@ mod bench;
 mod build_kernels;
 mod checkout_shape;
 mod corpus;
+#[cfg(test)]
+mod docs_commands;
 mod gpu_bundle;
 mod gpu_program;
 mod kernel_warnings;
