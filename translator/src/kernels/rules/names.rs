@@ -124,6 +124,30 @@ mod tests {
         assert_eq!(n, 6);
     }
 
+    /// Every row renames its CUDA name, and a `candle_*` / `CANDLE_*` target is a name the
+    /// compat headers declare (a row can not point at nothing).
+    #[test]
+    fn every_row_renames_to_a_name_that_exists() {
+        let compat: String = crate::kernels::mapping::COMPAT_HEADERS.iter().map(|(_, text)| *text).collect();
+        let declared = |name: &str| {
+            compat.match_indices(name).any(|(at, _)| {
+                let before = compat[..at].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+                let after = compat[at + name.len()..].chars().next().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+                before && after
+            })
+        };
+        // names meant to be defined by nothing (`#if defined(...)` is then false)
+        const UNDEFINED_ON_PURPOSE: &[&str] = &["CANDLE_NO_CUDA_ARCH_LIST"];
+        for (from, to) in IDENTIFIERS {
+            let (out, n) = run(apply, &format!("x = {from};\n")).unwrap();
+            assert_eq!((out, n), (format!("x = {to};\n"), 1), "{from}");
+            if (to.starts_with("candle_") || to.starts_with("CANDLE_")) && !UNDEFINED_ON_PURPOSE.contains(to) {
+                let name = to.split("::").next().unwrap();
+                assert!(declared(name), "{from} -> {to}: the compat headers do not declare {name}");
+            }
+        }
+    }
+
     #[test]
     fn whole_words_in_comments_are_renamed_like_code() {
         let (out, n) = run(apply, "// uses __nv_bfloat16 (not x__nv_bfloat16) and hip_bfloat16\n/* cub:: */\n").unwrap();
