@@ -17,9 +17,9 @@ fn unmappable_construct_is_named() {
 }
 
 #[test]
-fn partial_warp_mask_is_named() {
-    let err = error_of("bad/partial_mask.cu");
-    assert!(err.starts_with("partial_mask.cu:3: __shfl_xor_sync(0x0000ffff, ...): partial warp masks"), "{err}");
+fn warp_intrinsic_with_missing_arguments_is_named() {
+    let err = error_of("bad/warp_arguments.cu");
+    assert!(err.starts_with("warp_arguments.cu:3: __shfl_xor_sync: unexpected number of arguments"), "{err}");
 }
 
 #[test]

@@ -680,12 +680,16 @@ template <typename T> CANDLE_DI unsigned int candle_match_all_w32(T value, int *
 // a value of a lane outside the mask and keeps it. (Shuffles need no variant: a lane reads the
 // lane it names, which CUDA requires to be in the mask.)
 CANDLE_DI unsigned int candle_ballot_w32_in(unsigned int mask, int pred) {
+    // a ballot of the active lanes (inactive ones are 0), then the mask
 #if defined(__HIP_PLATFORM_AMD__)
-    // the hardware ballot: inactive lanes are 0; the thread's half of it on wave64
+    // HIP's; on wave64 the thread's half of it
     return (unsigned int)(__ballot(pred) >> (__lane_id() & ~31u)) & mask;
+#elif defined(CANDLE_PLATFORM_BALLOT)
+    // the platform's (hip-on-cuda: CUDA's, over __activemask())
+    return (unsigned int)CANDLE_PLATFORM_BALLOT(pred) & mask;
 #else
-    // the same on NVIDIA (hip-on-cuda): a ballot of the active lanes, then the mask
-    return __ballot_sync(__activemask(), pred) & mask;
+    // (the CPU emulations, whose kernels never vote: the full warp's shuffle ballot)
+    return candle_ballot_w32(pred) & mask;
 #endif
 }
 CANDLE_DI int candle_any_w32_in(unsigned int mask, int pred) { return candle_ballot_w32_in(mask, pred) != 0u; }

@@ -125,6 +125,9 @@ static inline hipError_t hipFuncSetAttribute(const void* func, hipFuncAttribute 
 #define __shfl_up(...) __shfl_up_sync(0xffffffffu, __VA_ARGS__)
 #define __shfl_down(...) __shfl_down_sync(0xffffffffu, __VA_ARGS__)
 #define __shfl_xor(...) __shfl_xor_sync(0xffffffffu, __VA_ARGS__)
+// For candle-rocm's compat header (candle_ballot_w32_in): a vote over the active lanes, bit
+// i for lane i, inactive lanes 0, as HIP's __ballot on AMD.
+#define CANDLE_PLATFORM_BALLOT(p) __ballot_sync(__activemask(), (p))
 
 // ---------------------------------------------------------------------------
 // Native byte-SIMD for candle-rocm's compat header (candle_fp_convert.h):

@@ -456,8 +456,6 @@ inline void __nanosleep(unsigned int) {}
 inline unsigned int __activemask() { __builtin_trap(); }
 // (candle_fence_*_sys: a fence of the whole system)
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-// (candle_ballot_w32_in: the same as __activemask)
-inline unsigned int __ballot_sync(unsigned int, int) { __builtin_trap(); }
 inline __half2 make_half2(__half x, __half y) { return {x, y}; }
 inline __half2 __halves2half2(__half x, __half y) { return {x, y}; }
 inline __half2 __floats2half2_rn(float x, float y) { return {__half(x), __half(y)}; }
