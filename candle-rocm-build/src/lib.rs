@@ -47,7 +47,7 @@ use hip_build::build_script::{self, write_if_changed};
 use hip_build::{CompileJob, OutputKind};
 use translator::kernels::mapping::{NvccFlag, OWN_UNITS};
 use translator::kernels::include_paths::own_headers;
-use translator::kernels::{is_refusal, translate_each, unit_failures, KernelContext};
+use translator::kernels::{is_refusal, translate_each, unit_failures, unit_reaches, KernelContext};
 use translator::{TranslateError, TreeFile};
 
 /// What can go wrong; each says what and where in one message.
@@ -374,7 +374,7 @@ impl Builder {
         if let Some(f) = failures.iter().find(|f| !is_refusal(&f.error)) {
             return Err(Error::Translate(with_origin(f.error.clone(), &inputs, &origins)));
         }
-        let refused = unit_failures(&inputs, &failures, &tree_include_dirs());
+        let refused = unit_failures(&unit_reaches(&inputs, &tree_include_dirs()), &failures);
         for (unit, e) in &refused {
             println!("cargo:warning=candle-rocm-build: {unit} left out of the AMD build: {}", with_origin((*e).clone(), &inputs, &origins));
         }

@@ -10,6 +10,28 @@ pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
 }
 
+/// Every file under `dir`, recursively, whose name ends with `suffix` ("" for all), in path
+/// order; build outputs (`target/`) and hidden directories are not walked.
+pub fn files_under(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, suffix: &str, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for path in entries.map(|e| e.expect("a directory entry").path()) {
+            let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            if path.is_dir() {
+                if name != "target" && !name.starts_with('.') {
+                    walk(&path, suffix, out);
+                }
+            } else if name.ends_with(suffix) {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, suffix, &mut out);
+    out.sort();
+    out
+}
+
 /// `tests/fixtures/...`.
 pub fn fixture(rel: &str) -> PathBuf {
     workspace_root().join("tests/fixtures").join(rel)

@@ -4,9 +4,8 @@
 //! (comments, which name the source, are not tokens). What the rules leave
 //! out is listed in PARITY.md instead; a test below keeps that list honest.
 
-use std::path::Path;
 
-use candle_rocm_tests::workspace_root;
+use candle_rocm_tests::{files_under, workspace_root};
 use proc_macro2::{TokenStream, TokenTree};
 
 const CUDA_MARKERS: &[&str] = &["cuda", "cudarc", "cublas", "curand", "nvrtc", "cudnn", "cutile", "nccl"];
@@ -26,23 +25,12 @@ fn cuda_identifiers(stream: TokenStream, found: &mut Vec<String>) {
     }
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
 #[test]
 fn rocm_only_files_name_no_cuda() {
     let generated = workspace_root().join("generated");
     let mut files = Vec::new();
     for package in ["candle-core", "candle-nn"] {
-        rust_files(&generated.join(package).join("src"), &mut files);
+        files.extend(files_under(&generated.join(package).join("src"), ".rs"));
     }
     files.push(generated.join("kernels/ffi.rs"));
     let rocm_only: Vec<_> = files.into_iter().filter(|p| p.ends_with("kernels/ffi.rs") || p.strip_prefix(&generated).unwrap().components().any(|c| c.as_os_str().to_string_lossy().contains("rocm"))).collect();

@@ -4,27 +4,11 @@
 //! constant holding the name). Cargo's and the system's own variables are listed there as such.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
-use candle_rocm_tests::workspace_root;
+use candle_rocm_tests::{files_under, workspace_root};
 
 /// The directories of our own Rust code (generated/ is Candle's, translated).
 const CODE: &[&str] = &["translator", "xtask", "hip-build", "candle-rocm-build", "rocm-runtime", "hip-on-cuda", "tests", "bench"];
-
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let p = e.path();
-        let name = p.file_name().unwrap().to_string_lossy().to_string();
-        if p.is_dir() {
-            if name != "target" && !name.starts_with('.') {
-                rust_files(&p, out);
-            }
-        } else if name.ends_with(".rs") {
-            out.push(p);
-        }
-    }
-}
 
 /// The variable names a Rust source reads or names.
 fn variables(text: &str) -> BTreeSet<String> {
@@ -52,10 +36,7 @@ fn variables(text: &str) -> BTreeSet<String> {
 fn every_variable_the_code_reads_is_documented() {
     let root = workspace_root();
     let doc = std::fs::read_to_string(root.join("docs/environment.md")).unwrap();
-    let mut files = Vec::new();
-    for dir in CODE {
-        rust_files(&root.join(dir), &mut files);
-    }
+    let files: Vec<_> = CODE.iter().flat_map(|dir| files_under(&root.join(dir), ".rs")).collect();
     let mut missing = BTreeSet::new();
     let mut seen = BTreeSet::new();
     for file in files {

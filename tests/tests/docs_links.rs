@@ -6,14 +6,12 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use candle_rocm_tests::workspace_root;
+use candle_rocm_tests::{files_under, workspace_root};
 
 /// The Markdown files the docs are made of.
 fn doc_files(root: &Path) -> Vec<PathBuf> {
     let mut files = vec![root.join("README.md"), root.join("BENCHMARKS.md")];
-    let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "md")).collect();
-    pages.sort();
-    files.extend(pages);
+    files.extend(files_under(&root.join("docs"), ".md"));
     files
 }
 

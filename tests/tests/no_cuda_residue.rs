@@ -1,7 +1,7 @@
 //! Nothing CUDA-only is left in generated/kernels outside comments: the
 //! strings the grep looks for, searched in the text with comments removed.
 
-use candle_rocm_tests::workspace_root;
+use candle_rocm_tests::{files_under, workspace_root};
 use translator::lexer::{lex, TokenKind};
 
 const CUDA_ONLY: &[&str] = &[
@@ -9,21 +9,9 @@ const CUDA_ONLY: &[&str] = &[
     "thrust::", "cub::", "__shfl_xor_sync", "__trap",
 ];
 
-fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            files(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
-}
-
 #[test]
 fn generated_kernels_have_no_cuda_only_construct_outside_comments() {
-    let mut all = Vec::new();
-    files(&workspace_root().join("generated/kernels"), &mut all);
+    let all = files_under(&workspace_root().join("generated/kernels"), "");
     assert!(all.len() > 30);
     let mut found = Vec::new();
     for path in all {

@@ -550,55 +550,39 @@ template <typename T> CANDLE_DI T candle_shfl_xor(T var, int lane_mask, int widt
 template <typename T> CANDLE_DI T candle_shfl_up(T var, unsigned int delta, int width = 32) { return __shfl_up(var, delta, width); }
 template <typename T> CANDLE_DI T candle_shfl_down(T var, unsigned int delta, int width = 32) { return __shfl_down(var, delta, width); }
 
-#define CANDLE_SHFL_16(H)                                                                                          \
-    CANDLE_DI H candle_shfl(H var, int src_lane, int width = 32) {                                                 \
-        return candle_half_traits<H>::from_bits((uint16_t)__shfl((int)candle_half_traits<H>::to_bits(var), src_lane, width)); \
+// Values HIP's __shfl* have no overload for (16-bit floats: HIP 5.2.3 has none, CUDA has;
+// 16-bit float pairs, HIP 5.2.3's candle_half2 among them) move as their bits in an int.
+template <typename T> CANDLE_DI int candle_shfl_bits_in(T var) {
+    static_assert(sizeof(T) <= sizeof(int), "shuffled as one int");
+    int bits = 0;
+    __builtin_memcpy(&bits, &var, sizeof var);
+    return bits;
+}
+template <typename T> CANDLE_DI T candle_shfl_bits_out(int bits) {
+    T var;
+    __builtin_memcpy(&var, &bits, sizeof var);
+    return var;
+}
+#define CANDLE_SHFL_AS_BITS(T)                                                                                     \
+    CANDLE_DI T candle_shfl(T var, int src_lane, int width = 32) {                                                 \
+        return candle_shfl_bits_out<T>(__shfl(candle_shfl_bits_in(var), src_lane, width));                         \
     }                                                                                                              \
-    CANDLE_DI H candle_shfl_xor(H var, int lane_mask, int width = 32) {                                            \
-        return candle_half_traits<H>::from_bits((uint16_t)__shfl_xor((int)candle_half_traits<H>::to_bits(var), lane_mask, width)); \
+    CANDLE_DI T candle_shfl_xor(T var, int lane_mask, int width = 32) {                                            \
+        return candle_shfl_bits_out<T>(__shfl_xor(candle_shfl_bits_in(var), lane_mask, width));                    \
     }                                                                                                              \
-    CANDLE_DI H candle_shfl_up(H var, unsigned int delta, int width = 32) {                                        \
-        return candle_half_traits<H>::from_bits((uint16_t)__shfl_up((int)candle_half_traits<H>::to_bits(var), delta, width)); \
+    CANDLE_DI T candle_shfl_up(T var, unsigned int delta, int width = 32) {                                        \
+        return candle_shfl_bits_out<T>(__shfl_up(candle_shfl_bits_in(var), delta, width));                         \
     }                                                                                                              \
-    CANDLE_DI H candle_shfl_down(H var, unsigned int delta, int width = 32) {                                      \
-        return candle_half_traits<H>::from_bits((uint16_t)__shfl_down((int)candle_half_traits<H>::to_bits(var), delta, width)); \
+    CANDLE_DI T candle_shfl_down(T var, unsigned int delta, int width = 32) {                                      \
+        return candle_shfl_bits_out<T>(__shfl_down(candle_shfl_bits_in(var), delta, width));                       \
     }
 
-CANDLE_SHFL_16(__half)
-CANDLE_SHFL_16(candle_bf16)
-#undef CANDLE_SHFL_16
-
-// 16-bit float pairs (half2 on every release, HIP 5.2.3's candle_half2, bf16 pairs): moved as
-// their 32 bits.
-#define CANDLE_SHFL_PAIR(P)                                                                                        \
-    CANDLE_DI P candle_shfl_pair_bits(P var, int bits) {                                                           \
-        (void)var;                                                                                                 \
-        P out;                                                                                                     \
-        __builtin_memcpy(&out, &bits, 4);                                                                          \
-        return out;                                                                                                \
-    }                                                                                                              \
-    CANDLE_DI int candle_pair_bits(P var) {                                                                        \
-        int bits;                                                                                                  \
-        __builtin_memcpy(&bits, &var, 4);                                                                          \
-        return bits;                                                                                               \
-    }                                                                                                              \
-    CANDLE_DI P candle_shfl(P var, int src_lane, int width = 32) {                                                 \
-        return candle_shfl_pair_bits(var, __shfl(candle_pair_bits(var), src_lane, width));                         \
-    }                                                                                                              \
-    CANDLE_DI P candle_shfl_xor(P var, int lane_mask, int width = 32) {                                            \
-        return candle_shfl_pair_bits(var, __shfl_xor(candle_pair_bits(var), lane_mask, width));                    \
-    }                                                                                                              \
-    CANDLE_DI P candle_shfl_up(P var, unsigned int delta, int width = 32) {                                        \
-        return candle_shfl_pair_bits(var, __shfl_up(candle_pair_bits(var), delta, width));                         \
-    }                                                                                                              \
-    CANDLE_DI P candle_shfl_down(P var, unsigned int delta, int width = 32) {                                      \
-        return candle_shfl_pair_bits(var, __shfl_down(candle_pair_bits(var), delta, width));                       \
-    }
-
-CANDLE_SHFL_PAIR(__half2)
-CANDLE_SHFL_PAIR(candle_half2_of_halves)
-CANDLE_SHFL_PAIR(candle_bf16x2)
-#undef CANDLE_SHFL_PAIR
+CANDLE_SHFL_AS_BITS(__half)
+CANDLE_SHFL_AS_BITS(candle_bf16)
+CANDLE_SHFL_AS_BITS(__half2)
+CANDLE_SHFL_AS_BITS(candle_half2_of_halves)
+CANDLE_SHFL_AS_BITS(candle_bf16x2)
+#undef CANDLE_SHFL_AS_BITS
 
 // (Not in the CPU emulations' shims, CANDLE_COMPAT_NO_HIP_INCLUDE: the kernels they run use none of these.)
 #ifndef CANDLE_COMPAT_NO_HIP_INCLUDE

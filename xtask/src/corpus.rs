@@ -376,7 +376,8 @@ fn measure(corpus: &Corpus, tree: &[TreeFile], compilers: &[(String, Hipcc, Vec<
     let inputs = include_paths::own_headers(&candidates, &include_dirs);
     let ctx = KernelContext { source_label: name(corpus), include_dirs: include_dirs.clone() };
     let (output, failures) = translate_each(&inputs, &ctx).map_err(|e| anyhow::anyhow!("{}: {e}", name(corpus)))?;
-    let failed = translator::kernels::unit_failures(&inputs, &failures, &include_dirs);
+    let reaches = translator::kernels::unit_reaches(&inputs, &include_dirs);
+    let failed = translator::kernels::unit_failures(&reaches, &failures);
 
     let mut rows = Vec::new();
     for unit in inputs.iter().filter(|f| is_kernel_unit(&f.rel_path)) {
@@ -397,15 +398,13 @@ fn measure(corpus: &Corpus, tree: &[TreeFile], compilers: &[(String, Hipcc, Vec<
             std::fs::create_dir_all(path.parent().unwrap())?;
             std::fs::write(path, &f.contents)?;
         }
-        let out_by_path: BTreeMap<&str, &TreeFile> = output.files.iter().map(|f| (f.rel_path.as_str(), f)).collect();
-        let headers: Vec<TreeFile> = inputs.iter().filter(|f| is_header(&f.rel_path)).cloned().collect();
-        let libraries: BTreeMap<String, BTreeSet<(&'static str, String)>> = inputs
+        // what each translated file takes, read once; a unit takes what the files it reaches take
+        let taken_by_file: BTreeMap<&str, BTreeSet<(&'static str, String)>> = output.files.iter().map(|f| (f.rel_path.as_str(), libraries_taken(f))).collect();
+        let libraries: BTreeMap<String, BTreeSet<(&'static str, String)>> = reaches
             .iter()
-            .filter(|f| is_kernel_unit(&f.rel_path))
-            .map(|unit| {
-                let reach = include_paths::own_headers(&[vec![unit.clone()], headers.clone()].concat(), &include_dirs);
-                let texts = reach.iter().filter_map(|f| out_by_path.get(translator::kernels::rules::output_path(&f.rel_path).as_str()));
-                (unit.rel_path.clone(), texts.flat_map(|f| libraries_taken(f)).collect())
+            .map(|(unit, reach)| {
+                let taken = reach.iter().filter_map(|f| taken_by_file.get(translator::kernels::rules::output_path(&f.rel_path).as_str()));
+                (unit.clone(), taken.flatten().cloned().collect())
             })
             .collect();
         for (label, hipcc, arches) in compilers {

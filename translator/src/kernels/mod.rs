@@ -71,17 +71,26 @@ pub fn translate_tree(inputs: &[TreeFile], ctx: &KernelContext) -> Result<Kernel
     rules::run_pipeline(inputs, ctx)
 }
 
-/// For each kernel unit of `inputs` (`.cu`) that did not translate, the error that stops it:
-/// its own, else that of the first header it reaches (in path order) that failed.
-pub fn unit_failures<'a>(inputs: &[TreeFile], failures: &'a [FileFailure], include_dirs: &[String]) -> BTreeMap<String, &'a TranslateError> {
-    let failed: BTreeMap<&str, &TranslateError> = failures.iter().map(|f| (f.path.as_str(), &f.error)).collect();
+/// For each kernel unit of `inputs` (`.cu`), the files it reaches through its includes: itself
+/// and the tree's headers, in path order.
+pub fn unit_reaches(inputs: &[TreeFile], include_dirs: &[String]) -> BTreeMap<String, Vec<TreeFile>> {
     let headers: Vec<TreeFile> = inputs.iter().filter(|f| include_paths::is_header(&f.rel_path)).cloned().collect();
+    inputs
+        .iter()
+        .filter(|f| include_paths::is_kernel_unit(&f.rel_path))
+        .map(|unit| (unit.rel_path.clone(), include_paths::own_headers(&[vec![unit.clone()], headers.clone()].concat(), include_dirs)))
+        .collect()
+}
+
+/// For each kernel unit of [`unit_reaches`] that did not translate, the error that stops it:
+/// its own, else that of the first header it reaches (in path order) that failed.
+pub fn unit_failures<'a>(reaches: &BTreeMap<String, Vec<TreeFile>>, failures: &'a [FileFailure]) -> BTreeMap<String, &'a TranslateError> {
+    let failed: BTreeMap<&str, &TranslateError> = failures.iter().map(|f| (f.path.as_str(), &f.error)).collect();
     let mut out = BTreeMap::new();
-    for unit in inputs.iter().filter(|f| include_paths::is_kernel_unit(&f.rel_path)) {
-        let reach = include_paths::own_headers(&[vec![unit.clone()], headers.clone()].concat(), include_dirs);
-        let first = failed.get(unit.rel_path.as_str()).or_else(|| reach.iter().find_map(|f| failed.get(f.rel_path.as_str())));
+    for (unit, reach) in reaches {
+        let first = failed.get(unit.as_str()).or_else(|| reach.iter().find_map(|f| failed.get(f.rel_path.as_str())));
         if let Some(e) = first {
-            out.insert(unit.rel_path.clone(), *e);
+            out.insert(unit.clone(), *e);
         }
     }
     out
