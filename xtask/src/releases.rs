@@ -127,7 +127,8 @@ pub fn run(args: ReleasesArgs) -> Result<ExitCode> {
             text.push_str(&tsv_line(row));
             text.push('\n');
         }
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        let text = crate::bench::provenance::stamped_now(RESULT_FILE.rsplit('/').next().unwrap_or(RESULT_FILE), &text)?;
+        crate::tree::write_file_atomic(&path, text.as_bytes())?;
         println!("table: {}", path.display());
     }
     let failed = rows.iter().filter(|r| if args.regen_only { r.regen != "ok" } else { !r.green() }).count();

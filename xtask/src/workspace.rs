@@ -23,3 +23,18 @@ pub fn workspace_root() -> PathBuf {
 pub fn cargo_command() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
+
+/// The commit checked out at `root`, if it is a git checkout.
+pub fn head_commit(root: &std::path::Path) -> Option<String> {
+    let out = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(root).output().ok().filter(|o| o.status.success())?;
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Whether tracked files at `root` differ from its commit.
+pub fn git_dirty(root: &std::path::Path) -> bool {
+    Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .current_dir(root)
+        .output()
+        .is_ok_and(|o| !o.stdout.is_empty())
+}

@@ -6,7 +6,7 @@
 
 use super::table::{markdown_table, notes};
 use super::results::Table;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -39,7 +39,8 @@ pub fn section(md: &mut String, results: &Path) -> Result<()> {
         }
         for (_, path) in files {
             let file = path.file_name().expect("a file").to_string_lossy().into_owned();
-            render(md, &file, &Table::read(&path)?)?;
+            let table = super::provenance::read_for_report(&path)?.with_context(|| format!("{} vanished", path.display()))?;
+            render(md, &file, &table)?;
         }
     }
     Ok(())

@@ -25,7 +25,7 @@ const UNFUSED_SPEEDUP_TARGET: f64 = 2.0;
 
 pub fn section(md: &mut String, results: &Path) -> Result<()> {
     md.push_str("## Flash attention: errors, ours and Dao's\n\n");
-    let load = |name: &str| Table::read_if_present(&results.join(name));
+    let load = |name: &str| super::provenance::read_for_report(&results.join(name));
     match (load("flash-attn-errors-cuda.tsv")?, load("flash-attn-errors-rocm.tsv")?) {
         (Some(cuda), Some(rocm)) => {
             let mut variants = Vec::new();

@@ -91,7 +91,7 @@ pub fn run(args: KernelBuildArgs) -> Result<ExitCode> {
         record(&mut table, "warm, affine.hip touched", &touch, None);
     }
     table.note("targets", format!("cold <= {COLD_TARGET_S} s for gfx90a+gfx1030 on 2 cores; warm <= {WARM_TARGET_S} s"));
-    table.write(&args.out)?;
+    super::provenance::write_measured(&table, &args.out)?;
     println!("wrote {}", args.out.display());
     Ok(ExitCode::SUCCESS)
 }

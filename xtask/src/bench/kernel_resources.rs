@@ -182,7 +182,7 @@ pub fn run(args: KernelResourcesArgs) -> Result<ExitCode> {
             table.push(row);
         }
         let path = out_dir.join(format!("kernel-resources-{rocm}-{arch}.tsv"));
-        table.write(&path)?;
+        super::provenance::write_measured(&table, &path)?;
         println!("{arch}: {} kernels -> {}", table.rows.len(), tree_name(&root, &path));
     }
     Ok(ExitCode::SUCCESS)

@@ -10,6 +10,7 @@
 //! * `numerics`: the numerics sections (quantized matmul error, teacher-forced logits) of `report`;
 //! * `collectives`: the collectives section (all-reduce bandwidth through our RCCL layer and
 //!   NCCL, tensor-parallel tokens/s) of `report`;
+//! * `stamp`: the commit and sources hash a result file was measured at (`provenance`);
 //! * `report`: BENCHMARKS.md and bench/ratios.png from the result files (`report`; the
 //!   sections' markdown helpers in `table`).
 //!
@@ -22,6 +23,7 @@ pub mod kernel_build;
 pub mod kernel_resources;
 pub mod flash_attn;
 pub mod numerics;
+pub mod provenance;
 pub mod regen;
 pub mod report;
 pub mod results;
@@ -44,6 +46,8 @@ pub enum BenchCommand {
     KernelResources(kernel_resources::KernelResourcesArgs),
     /// Render BENCHMARKS.md and bench/ratios.png from bench/results/*.tsv.
     Report(report::ReportArgs),
+    /// Record in result files the commit and the sources hash they were measured at (a result brought back from the GPU machine).
+    Stamp(provenance::StampArgs),
 }
 
 pub fn run(command: BenchCommand) -> Result<ExitCode> {
@@ -52,5 +56,6 @@ pub fn run(command: BenchCommand) -> Result<ExitCode> {
         BenchCommand::KernelBuild(args) => kernel_build::run(args),
         BenchCommand::KernelResources(args) => kernel_resources::run(args),
         BenchCommand::Report(args) => report::run(args),
+        BenchCommand::Stamp(args) => provenance::stamp(args),
     }
 }

@@ -21,17 +21,17 @@ const SHOWN_ROWS: &[&str] = &["1", "8", "12", "128"];
 
 pub fn section(md: &mut String, results: &Path) -> Result<()> {
     md.push_str("## Numerics: quantized matmul error, ROCm and CUDA, H100\n\n");
-    match Table::read_if_present(&results.join(QMATMUL))? {
+    match super::provenance::read_for_report(&results.join(QMATMUL))? {
         Some(t) => qmatmul(md, &t)?,
         None => writeln!(md, "Not measured yet ({COMMAND}).\n")?,
     }
     md.push_str("## Numerics: ggml's AMD MMQ paths under emulation, H100\n\n");
-    match Table::read_if_present(&results.join(AMD_EMULATED))? {
+    match super::provenance::read_for_report(&results.join(AMD_EMULATED))? {
         Some(t) => amd_emulated(md, &t)?,
         None => writeln!(md, "Not measured yet ({AMD_EMULATED_COMMAND}).\n")?,
     }
     md.push_str("## Numerics: teacher-forced logits of the made-up LLMs, H100\n\n");
-    match Table::read_if_present(&results.join(TEACHER_FORCED))? {
+    match super::provenance::read_for_report(&results.join(TEACHER_FORCED))? {
         Some(t) => teacher_forced(md, &t)?,
         None => writeln!(md, "Not measured yet ({COMMAND}).\n")?,
     }

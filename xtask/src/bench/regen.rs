@@ -148,7 +148,7 @@ pub fn run(args: RegenBenchArgs) -> Result<ExitCode> {
         table.note("kernel translation call vs torch.utils.hipify's hipify() call, same inputs", format!("{}x faster", fmt3(calls)));
     }
     println!("  no-op regen: {} s (target < {NO_OP_TARGET_S} s); without the fingerprint (--check): {} s", fmt3(noop.median()), fmt3(check.median()));
-    table.write(&args.out)?;
+    super::provenance::write_measured(&table, &args.out)?;
     println!("wrote {}", args.out.display());
     Ok(ExitCode::SUCCESS)
 }

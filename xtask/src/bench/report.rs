@@ -62,11 +62,12 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
     let root = workspace_root();
     let at = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { root.join(p) };
     let (results, out, plot) = (at(&args.results), at(&args.out), at(&args.plot));
-    let load = |name: &str| Table::read_if_present(&results.join(name));
+    let load = |name: &str| super::provenance::read_for_report(&results.join(name));
     let mut md = String::new();
     md.push_str("# Benchmarks\n\n");
     md.push_str("Written by `cargo xtask bench report` from the result files in `bench/results/`; every figure comes from the command named in its section (nothing here is typed). Targets are goals printed beside the figures, not test assertions. Analysis of where we are behind: `bench/FINDINGS.md`.\n\n");
 
+    super::provenance::overview(&mut md, &results)?;
     md.push_str("## Regen speed\n\n");
     for (name, command) in REGEN {
         match load(name)? {

@@ -91,13 +91,6 @@ impl Table {
             Ok(None)
         }
     }
-
-    pub fn write(&self, path: &Path) -> Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        std::fs::write(path, self.render()).with_context(|| format!("writing {}", path.display()))
-    }
 }
 
 /// `# machine:` of this machine: CPU model, cores, OS.

@@ -44,6 +44,8 @@ struct ArchFile {
     name: String,
     arch: String,
     kernels: Vec<Kernel>,
+    /// Whether its sources have changed since it was measured (`provenance::read_for_report`).
+    freshness: (String, String),
 }
 
 /// Families: the module, with the ten MMQ instance modules as one.
@@ -64,6 +66,16 @@ pub fn section(md: &mut String, results: &Path) -> Result<()> {
     }
     let names: Vec<String> = files.iter().map(|f| format!("`{}`", f.name)).collect();
     writeln!(md, "From {}, written by `{COMMAND}` from the code objects hipcc makes (metadata note and `llvm-objdump -d`); upstream's figures are its CUDA build on sm_90 (`ptxas -v`, `tests/fixtures/cuda-kernel-resources-*-sm_90.tsv`, made by `tools/cuda_kernel_resources.sh`).\n", names.join(", "))?;
+    let mut freshness: Vec<(&(String, String), Vec<&str>)> = Vec::new();
+    for f in &files {
+        match freshness.iter_mut().find(|(note, _)| *note == &f.freshness) {
+            Some((_, archs)) => archs.push(&f.arch),
+            None => freshness.push((&f.freshness, vec![&f.arch])),
+        }
+    }
+    for ((key, value), archs) in freshness {
+        writeln!(md, "- {key} ({}): {value}", archs.join(", "))?;
+    }
     md.push_str("- *spilling*: VGPR or SGPR spills in the metadata; *scratch, no spills*: private segment used by stack arrays, not by spills.\n");
     md.push_str("- *below sm_90*: occupancy by registers alone (AMD: waves per SIMD over the arch's maximum, from `hip_build::occupancy::AMD_ARCH_LIMITS`; sm_90: warps per SM over 64) is lower than upstream's kernel gets on sm_90; kernels upstream lacks are not counted.\n");
     md.push_str("- *LDS-starved*: the static LDS allows fewer waves per SIMD than the registers (workgroups of the kernel's maximum size).\n");
@@ -155,9 +167,10 @@ fn read_files(results: &Path) -> Result<Vec<ArchFile>> {
         let Some(stem) = name.strip_prefix(FILE_PREFIX).and_then(|s| s.strip_suffix(".tsv")) else { continue };
         let arch = stem.rsplit_once('-').map(|(_, a)| a.to_string()).with_context(|| format!("{name}: expected {FILE_PREFIX}<rocm>-<arch>.tsv"))?;
         let path = results.join(&name);
-        let table = Table::read(&path)?;
+        let mut table = super::provenance::read_for_report(&path)?.with_context(|| format!("{} vanished", path.display()))?;
         let kernels = kernels_of(&table, &arch).with_context(|| path.display().to_string())?;
-        files.push(ArchFile { name, arch, kernels });
+        let freshness = table.notes.remove(0);
+        files.push(ArchFile { name, arch, kernels, freshness });
     }
     let order = |arch: &str| AMD_ARCH_LIMITS.iter().position(|l| l.arch == arch).unwrap_or(usize::MAX);
     files.sort_by(|a, b| (order(&a.arch), &a.name).cmp(&(order(&b.arch), &b.name)));
@@ -262,7 +275,7 @@ mod tests {
         set(&mut row, "sm90_occupancy_pct", "75.0");
         set(&mut row, "vgpr_spills", "2");
         t.push(row);
-        t.write(&dir.join(format!("kernel-resources-rocm7.2-{arch}.tsv"))).unwrap();
+        std::fs::write(dir.join(format!("kernel-resources-rocm7.2-{arch}.tsv")), t.render()).unwrap();
     }
 
     #[test]
@@ -311,7 +324,7 @@ mod tests {
         let mut t = Table::read(&path).unwrap();
         let col = t.column("waves_by_registers").unwrap();
         t.rows[0][col] = "5".into();
-        t.write(&path).unwrap();
+        std::fs::write(&path, t.render()).unwrap();
         let err = format!("{:#}", section(&mut String::new(), dir.path()).unwrap_err());
         assert!(err.contains("mul_mat_vec_q4_0_q8_1") && err.contains("waves_by_registers 5 but its registers give 4"), "{err}\n{text}");
     }

@@ -8,6 +8,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use super::stubs::{dynamic_entries, readelf, soname_library, LIBRARIES};
+use crate::workspace::{git_dirty, head_commit};
 
 /// What can be carried to the GPU machine (the `device` tool's limit).
 const BUNDLE_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
@@ -21,15 +22,7 @@ pub fn write_report(root: &Path, out: &Path, shown: &Path, linked_against: &str,
     collect_sizes(out, out, &mut sizes)?;
     sizes.sort();
     let total: u64 = sizes.iter().map(|(_, s)| s).sum();
-    let commit = Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .current_dir(root)
-        .output()
-        .ok()
-        .filter(|o| o.status.success());
-    let commit = commit
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "unknown".into());
+    let commit = head_commit(root).unwrap_or_else(|| "unknown".into());
     let mut report = format!(
         "GPU bundle (cargo xtask gpu-bundle) from commit {commit}{}\nrun on the NVIDIA machine: bash hip-on-cuda/run-gpu-tests.sh {}\n\
          linked against {linked_against}\n{imports}\n\n",
@@ -116,14 +109,6 @@ pub fn copy_amd_launchers(target_dir: &Path, dest: &Path, bundle_lib: &Path, nod
 
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
-}
-
-fn git_dirty(root: &Path) -> bool {
-    Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=no"])
-        .current_dir(root)
-        .output()
-        .is_ok_and(|o| !o.stdout.is_empty())
 }
 
 pub fn collect_sizes(base: &Path, dir: &Path, out: &mut Vec<(String, u64)>) -> Result<()> {
