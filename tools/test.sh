@@ -139,6 +139,13 @@ for ((i = 0; i < ${#examples[@]}; i += 16)); do
 done
 echo "built all ${#examples[@]} example binaries the features select"
 
+step "the README's quick start, followed as a new user would (cargo xtask quick-start): cargo new outside this checkout, the"
+echo "   README's Cargo.toml lines and src/main.rs, its cargo run --release with the arch Debian's HIP 5.2.3 has (gfx90a; kernels"
+echo "   from the bundle's cache); no GPU here, so the program must stop with the error the README shows"
+CANDLE_ROCM_KERNELS_CACHE="$PWD/target/gpu-bundle/kernels-cache" \
+  cargo xtask quick-start --arch gfx90a --work "$tmp/quick-start" --target-dir "$tmp/quick-start-target"
+rm -rf "$tmp/quick-start" "$tmp/quick-start-target"
+
 step "a Candle extension crate written for CUDA (tests/user-ffi-rotary: extern \"C\" launchers, cudaforge's build_lib, FFI in cuda_fwd)"
 echo "   ported by cargo xtask port-crate and built with --features rocm: its launchers translated, compiled by the host hipcc"
 echo "   for gfx90a and gfx1030 and archived by candle-rocm-build, linked into its check binary (run on the H100 by its run.sh)"

@@ -22,12 +22,14 @@ mod bench;
 mod build_kernels;
 mod checkout_shape;
 mod corpus;
+mod doc_blocks;
 #[cfg(test)]
 mod docs_commands;
 mod gpu_bundle;
 mod gpu_program;
 mod kernel_warnings;
 mod port_crate;
+mod quick_start;
 mod regen;
 mod releases;
 mod rocm;
@@ -78,6 +80,9 @@ enum Command {
     /// The kernel translator on CUDA it was not written against (Candle's releases, mistral.rs's crates, vLLM's
     /// csrc): per kernel unit translated, refused as NVIDIA-only, needing a library, or "no rule"; --compile compiles.
     Corpus(corpus::CorpusArgs),
+    /// Follow the README's quick start in a new project (cargo new, its Cargo.toml lines, its main.rs, its
+    /// command) and check the program's outcome: a matmul on an AMD GPU, or the error the README shows without one.
+    QuickStart(quick_start::QuickStartArgs),
     /// Benchmarks: regen speed, kernel build time, and BENCHMARKS.md from the result files.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -103,6 +108,7 @@ fn main() -> ExitCode {
         Command::Releases(args) => releases::run(args),
         Command::PortCrate(args) => port_crate::run(args),
         Command::Corpus(args) => corpus::run(args),
+        Command::QuickStart(args) => quick_start::run(args),
         Command::Bench(command) => bench::run(command),
     };
     match result {

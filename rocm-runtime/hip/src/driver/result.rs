@@ -37,9 +37,18 @@ impl std::fmt::Debug for HipError {
     }
 }
 
+/// Our words for statuses a user meets first, where HIP's own description differs
+/// between releases (HIP 5.2's `hipGetErrorString` gives the enum name back).
+const PLAIN_DESCRIPTIONS: &[(sys::hipError_t, &str)] = &[(hip::hipError_t_hipErrorNoDevice, "no ROCm device found")];
+
 impl std::fmt::Display for HipError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "HIP error {} ({}): {}", self.error_name(), self.0, self.error_string())
+        let described = PLAIN_DESCRIPTIONS.iter().find(|(status, _)| *status == self.0).map_or_else(|| self.error_string(), |(_, words)| words);
+        if described == self.error_name() {
+            write!(f, "HIP error {} ({})", self.error_name(), self.0)
+        } else {
+            write!(f, "HIP error {} ({}): {described}", self.error_name(), self.0)
+        }
     }
 }
 
