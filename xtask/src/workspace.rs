@@ -30,10 +30,11 @@ pub fn head_commit(root: &std::path::Path) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// Whether tracked files at `root` differ from its commit.
-pub fn git_dirty(root: &std::path::Path) -> bool {
+/// Whether tracked files at `root` (under `paths`, or anywhere when none) differ from its commit.
+pub fn git_dirty(root: &std::path::Path, paths: &[&str]) -> bool {
     Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=no"])
+        .args(["status", "--porcelain", "--untracked-files=no", "--"])
+        .args(paths)
         .current_dir(root)
         .output()
         .is_ok_and(|o| !o.stdout.is_empty())

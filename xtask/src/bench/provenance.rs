@@ -147,7 +147,7 @@ pub fn notes_for(file_name: &str) -> Result<[(String, String); 2]> {
     let paths = sources_of(file_name).with_context(|| format!("{file_name}: no entry in bench::provenance::MEASURED_SOURCES"))?;
     let hash = hash_of(working_tree_blobs(&root)?, paths)?;
     let commit = head_commit(&root).unwrap_or_else(|| "unknown".into());
-    let commit = if git_dirty(&root) { format!("{commit} with uncommitted changes") } else { commit };
+    let commit = if git_dirty(&root, paths) { format!("{commit} with uncommitted changes") } else { commit };
     Ok([(COMMIT_NOTE.into(), commit), (SOURCES_NOTE.into(), sources_note(&hash, paths))])
 }
 

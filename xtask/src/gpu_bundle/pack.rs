@@ -26,7 +26,7 @@ pub fn write_report(root: &Path, out: &Path, shown: &Path, linked_against: &str,
     let mut report = format!(
         "GPU bundle (cargo xtask gpu-bundle) from commit {commit}{}\nrun on the NVIDIA machine: bash hip-on-cuda/run-gpu-tests.sh {}\n\
          linked against {linked_against}\n{imports}\n\n",
-        if git_dirty(root) { " with uncommitted changes" } else { "" },
+        if git_dirty(root, &[]) { " with uncommitted changes" } else { "" },
         shown.display()
     );
     for (path, size) in &sizes {
