@@ -47,7 +47,7 @@ use hip_build::build_script::{self, write_if_changed};
 use hip_build::{CompileJob, OutputKind};
 use translator::kernels::mapping::{NvccFlag, OWN_UNITS};
 use translator::kernels::include_paths::own_headers;
-use translator::kernels::{is_refusal, translate_each, unit_failures, unit_reaches, KernelContext};
+use translator::kernels::{capability_without, is_refusal, translate_each, unit_failures, unit_reaches, KernelContext};
 use translator::{TranslateError, TreeFile};
 
 /// What can go wrong; each says what and where in one message.
@@ -193,10 +193,21 @@ impl Builder {
     }
 
     /// cudaforge's `get_compute_cap`: the NVIDIA compute capability the kernels are built for.
-    /// An AMD build has none, so always `None`; a build script's `unwrap_or(N)` or
-    /// `if let Some(cc)` then takes its own default, as it would without a GPU.
+    ///
+    /// An AMD GPU has every CUDA feature the translation gives, so this answers as a CUDA GPU
+    /// with those features would:
+    /// - where the kernels chosen so far use NVIDIA-only constructs that a compute capability
+    ///   brought (Marlin's sm_80 `cp.async` and `mma.sync`), the newest capability without
+    ///   them (75): a script that gates those kernels on it leaves them out and takes its
+    ///   fallback, as on a CUDA GPU that lacks them;
+    /// - otherwise `None`: the script's `unwrap_or(N)` or `if let Some(cc)` takes its own
+    ///   default, as it would without a GPU.
     pub fn get_compute_cap(&self) -> Option<usize> {
-        None
+        let kernels = self.kernel_files().ok()?;
+        let (inputs, _) = self.inputs(&kernels).ok()?;
+        let ctx = KernelContext { include_dirs: tree_include_dirs(), ..KernelContext::new("a crate's own kernels (candle-rocm-build)") };
+        let (_, failures) = translate_each(&inputs, &ctx).ok()?;
+        capability_without(failures.iter().map(|f| &f.error)).map(|cc| cc as usize)
     }
 
     /// A directory of headers (`.cuh`, `.h`, `.hpp`, `.inl`, ...: `include_paths::HEADER_EXTENSIONS`) the kernels include; translated too.
@@ -650,7 +661,7 @@ fn with_origin(e: TranslateError, inputs: &[TreeFile], origins: &[PathBuf]) -> T
     let origin = |file: &str| inputs.iter().position(|i| i.rel_path == file).map_or_else(|| file.to_string(), |i| origins[i].display().to_string());
     match e {
         TranslateError::Unsupported { file, line, construct, reason } => TranslateError::Unsupported { file: origin(&file), line, construct, reason },
-        TranslateError::NvidiaOnly { file, line, construct, cause } => TranslateError::NvidiaOnly { file: origin(&file), line, construct, cause },
+        TranslateError::NvidiaOnly { file, line, construct, cause, since_sm } => TranslateError::NvidiaOnly { file: origin(&file), line, construct, cause, since_sm },
         TranslateError::NeedsLibrary { file, line, construct, library } => TranslateError::NeedsLibrary { file: origin(&file), line, construct, library },
         TranslateError::NotUtf8 { file, line } => TranslateError::NotUtf8 { file: origin(&file), line },
         TranslateError::Lex { file, line, what } => TranslateError::Lex { file: origin(&file), line, what },

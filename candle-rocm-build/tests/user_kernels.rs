@@ -188,3 +188,26 @@ fn a_static_library_of_launchers_is_built_and_cached() {
     let err = builder.clone().nvcc_arg("--keep").build_lib(out.path().join("librotary.a")).unwrap_err().to_string();
     assert!(err.contains("`--keep` has no hipcc counterpart"), "{err}");
 }
+
+/// The compute capability a build script is told: the newest without the NVIDIA-only
+/// constructs of the kernels chosen so far, or none where they have none.
+#[test]
+fn the_compute_capability_is_the_newest_without_the_kernels_nvidia_only_constructs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("marlin_like.cu"),
+        "extern \"C\" __global__ void copy(const int* src, int* dst) {\n  __shared__ int tile[32];\n  \
+         asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"((unsigned)(size_t)tile), \"l\"(src));\n  dst[threadIdx.x] = tile[threadIdx.x];\n}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("warpgroup_like.cu"), "extern \"C\" __global__ void fence() {\n  asm volatile(\"wgmma.fence.sync.aligned;\");\n}\n").unwrap();
+    std::fs::write(dir.path().join("plain.cu"), "extern \"C\" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n").unwrap();
+    let glob = dir.path().join("*.cu").display().to_string();
+    let builder = || candle_rocm_build::Builder::new().kernel_glob(&glob);
+    // cp.async came with sm_80, wgmma with sm_90: a GPU without either is sm_75
+    assert_eq!(builder().get_compute_cap(), Some(75));
+    // without the sm_80 kernel, the newest GPU without wgmma: sm_89
+    assert_eq!(builder().exclude(&["marlin_like.cu"]).get_compute_cap(), Some(89));
+    // nothing NVIDIA-only: the script takes its own default
+    assert_eq!(builder().exclude(&["marlin_like.cu", "warpgroup_like.cu"]).get_compute_cap(), None);
+}

@@ -19,6 +19,8 @@ pub enum TranslateError {
         line: u32,
         construct: String,
         cause: String,
+        /// The NVIDIA compute capability that brought the construct, where one did.
+        since_sm: Option<u32>,
     },
     /// A header of a library outside CUDA that this translation does not provide (PyTorch's
     /// C++ API in vLLM's kernels): not a CUDA construct, so neither mapped nor refused.
@@ -36,8 +38,8 @@ pub enum TranslateError {
 }
 
 impl TranslateError {
-    pub fn nvidia_only(file: &str, line: u32, construct: impl Into<String>, cause: impl Into<String>) -> Self {
-        TranslateError::NvidiaOnly { file: file.to_string(), line, construct: construct.into(), cause: cause.into() }
+    pub fn nvidia_only(file: &str, line: u32, construct: impl Into<String>, cause: impl Into<String>, since_sm: Option<u32>) -> Self {
+        TranslateError::NvidiaOnly { file: file.to_string(), line, construct: construct.into(), cause: cause.into(), since_sm }
     }
 
     pub fn unsupported(file: &str, line: u32, construct: impl Into<String>, reason: impl Into<String>) -> Self {

@@ -524,7 +524,7 @@ mod tests {
 
     #[test]
     fn errors_land_in_their_columns() {
-        assert_eq!(outcome(&TranslateError::nvidia_only("a.cu", 1, "asm", "PTX")).column(), "NVIDIA-only");
+        assert_eq!(outcome(&TranslateError::nvidia_only("a.cu", 1, "asm", "PTX", None)).column(), "NVIDIA-only");
         assert_eq!(outcome(&TranslateError::unsupported("a.cu", 1, "x", "y")).column(), "no rule");
         assert_eq!(first_compile_error("In file included from x\na.hip:3:1: error: unknown type\nnote"), "a.hip:3:1: error: unknown type");
     }

@@ -96,6 +96,7 @@ pub fn port(src: &Path, out: &Path, root: &Path, candle: Option<&Path>) -> Resul
         bail!("{}: {}", src.display(), f.error);
     }
     let refused: Vec<String> = failures.iter().map(|f| f.error.to_string()).collect();
+    let compute_cap = translator::kernels::capability_without(failures.iter().map(|f| &f.error));
 
     let paths = translator::backend::package::PackagePaths {
         rocm_crates: crate::regen::rocm_crate_paths(root, out.parent().unwrap_or(out)),
@@ -115,7 +116,7 @@ pub fn port(src: &Path, out: &Path, root: &Path, candle: Option<&Path>) -> Resul
             text.splice(..end, line.into_bytes());
         }
     }
-    let report = report(&label, &mirror, kernels.len() - refused.len(), &translated.rule_counts, &refused);
+    let report = report(&label, &mirror, kernels.len() - refused.len(), &translated.rule_counts, &refused, compute_cap);
     mirror.files.insert(REPORT.into(), report.clone().into_bytes());
     Ok(Ported { label, tree: mirror.files, report })
 }
@@ -151,7 +152,7 @@ fn is_crate_file(path: &str) -> bool {
 }
 
 /// PORTED.md: what the rules did and what they left out.
-fn report(label: &str, mirror: &PackageMirror, kernels: usize, kernel_rules: &BTreeMap<&'static str, usize>, refused: &[String]) -> String {
+fn report(label: &str, mirror: &PackageMirror, kernels: usize, kernel_rules: &BTreeMap<&'static str, usize>, refused: &[String], compute_cap: Option<u32>) -> String {
     let mut s = format!("# {label}, ported to ROCm\n\nWritten by `cargo xtask port-crate`. Do not edit: port again.\n\n");
     s.push_str("Build it with `--features rocm`: its build script compiles the kernels for AMD GPUs with candle-rocm-build (hipcc, the arches of `CANDLE_ROCM_ARCHS`, else the machine's GPUs, else the current ones). The kernels stay CUDA here and are translated when the crate builds.\n\n");
     s.push_str(&format!("## Kernels\n\n{kernels} files translate with the kernel rules:"));
@@ -161,8 +162,12 @@ fn report(label: &str, mirror: &PackageMirror, kernels: usize, kernel_rules: &BT
     s.pop();
     s.push_str(".\n\n");
     if !refused.is_empty() {
+        let answer = match compute_cap {
+            Some(cc) => format!("answers {cc}, the newest NVIDIA compute capability without them, so a script that gates these kernels on the capability leaves them out and takes its fallback, as on a CUDA GPU that lacks them"),
+            None => "answers `None` (no compute capability brought them all), so the script takes its own default".to_string(),
+        };
         s.push_str(&format!(
-            "{} files have no AMD meaning and are refused (the crate's AMD build stops at the first of them until its build script leaves them out; code that calls their launchers needs their CUDA-only gate):\n\n",
+            "{} files have no AMD meaning and are refused. The crate's AMD build leaves out the kernel units that reach them, with a warning; its build script's `get_compute_cap()` {answer}. Code that still calls their launchers fails to link, naming them:\n\n",
             refused.len()
         ));
         for r in refused {

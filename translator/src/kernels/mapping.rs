@@ -61,15 +61,57 @@ pub const HIPCUB_HEADER: &str = "hipcub/hipcub.hpp";
 
 /// Headers with no AMD meaning (a name ending in `/` is a directory: every header in it):
 /// an include of one is refused as NVIDIA-only, with the cause (rule `includes`).
-pub const NVIDIA_ONLY_HEADERS: &[(&str, &str)] = &[
-    ("cutlass/", "CUTLASS: NVIDIA's tensor-core GEMM templates (SM80+ MMA atoms, sm_90 wgmma/TMA); AMD's counterpart is Composable Kernel, another design"),
-    ("cute/", "CuTe: CUTLASS's layouts over NVIDIA MMA/copy atoms (ldmatrix, cp.async, TMA)"),
-    ("cuda/barrier", "libcu++'s cuda::barrier: asynchronous copies through the sm_80+ mbarrier"),
-    ("cuda/pipeline", "libcu++'s cuda::pipeline: cp.async stages (sm_80+)"),
-    ("cuda/ptx", "libcu++'s PTX instruction wrappers"),
-    ("cudaTypedefs.h", "the CUDA driver's entry-point typedefs, taken for TMA tensor maps (sm_90)"),
-    ("cuda_fp4.h", "NVIDIA's fp4 (e2m1) types and conversions: no HIP spelling of them in the releases we support (HIP 5.2.3, ROCm 6.4)"),
+pub const NVIDIA_ONLY_HEADERS: &[NvidiaOnly] = &[
+    NvidiaOnly { key: "cutlass/", since_sm: None, cause: "CUTLASS: NVIDIA's tensor-core GEMM templates (SM80+ MMA atoms, sm_90 wgmma/TMA); AMD's counterpart is Composable Kernel, another design" },
+    NvidiaOnly { key: "cute/", since_sm: None, cause: "CuTe: CUTLASS's layouts over NVIDIA MMA/copy atoms (ldmatrix, cp.async, TMA)" },
+    NvidiaOnly { key: "cuda/barrier", since_sm: Some(80), cause: "libcu++'s cuda::barrier: asynchronous copies through the sm_80+ mbarrier" },
+    NvidiaOnly { key: "cuda/pipeline", since_sm: Some(80), cause: "libcu++'s cuda::pipeline: cp.async stages (sm_80+)" },
+    NvidiaOnly { key: "cuda/ptx", since_sm: None, cause: "libcu++'s PTX instruction wrappers" },
+    NvidiaOnly { key: "cudaTypedefs.h", since_sm: Some(90), cause: "the CUDA driver's entry-point typedefs, taken for TMA tensor maps (sm_90)" },
+    NvidiaOnly { key: "cuda_fp4.h", since_sm: Some(100), cause: "NVIDIA's fp4 (e2m1) types and conversions: no HIP spelling of them in the releases we support (HIP 5.2.3, ROCm 6.4)" },
 ];
+
+/// A construct with no AMD meaning: an inline-PTX instruction ([`ASM_NVIDIA_ONLY`]) or a
+/// header ([`NVIDIA_ONLY_HEADERS`]).
+#[derive(Debug)]
+pub struct NvidiaOnly {
+    /// The instruction's first word (a prefix), or the header's name or directory (`x/`).
+    pub key: &'static str,
+    /// The NVIDIA compute capability that brought it (sm_80: 80), where one did: a CUDA GPU
+    /// below it lacks it, as an AMD GPU does (candle-rocm-build's `get_compute_cap`).
+    pub since_sm: Option<u32>,
+    /// What it is.
+    pub cause: &'static str,
+}
+
+/// NVIDIA's compute capabilities, oldest first (sm_50 ... sm_120).
+pub const CUDA_COMPUTE_CAPABILITIES: &[u32] = &[50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121];
+
+/// The newest compute capability that lacks what `since_sm` brought (80: 75).
+pub fn capability_before(since_sm: u32) -> Option<u32> {
+    CUDA_COMPUTE_CAPABILITIES.iter().copied().filter(|&cc| cc < since_sm).max()
+}
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+
+    #[test]
+    fn the_capability_before_one_is_the_newest_older_one() {
+        assert_eq!(capability_before(80), Some(75));
+        assert_eq!(capability_before(90), Some(89));
+        assert_eq!(capability_before(100), Some(90));
+        assert_eq!(capability_before(50), None);
+        for row in ASM_NVIDIA_ONLY.iter().chain(NVIDIA_ONLY_HEADERS) {
+            assert!(row.since_sm.is_none_or(|sm| CUDA_COMPUTE_CAPABILITIES.contains(&sm)), "{}: sm_{:?} is not a compute capability", row.key, row.since_sm);
+        }
+    }
+}
+
+/// The row of [`NVIDIA_ONLY_HEADERS`] naming `header`, as [`header_row`] matches.
+pub fn nvidia_only_header(header: &str) -> Option<&'static NvidiaOnly> {
+    NVIDIA_ONLY_HEADERS.iter().find(|row| names_header(row.key, header))
+}
 
 /// Headers of libraries outside CUDA that the translation does not provide (prefix,
 /// library): an include of one is neither mapped nor refused as NVIDIA-only.
@@ -81,10 +123,19 @@ pub const FOREIGN_HEADERS: &[(&str, &str)] = &[
     ("Python.h", "CPython's C API"),
 ];
 
-/// Whether `header` is named by a row key of [`NVIDIA_ONLY_HEADERS`] or [`FOREIGN_HEADERS`]:
+/// Whether `header` is named by a row key of a table of headers ([`FOREIGN_HEADERS`], ...):
 /// the same name, or inside a directory key (`cutlass/` holds `cutlass/gemm/x.h`).
 pub fn header_row<'a>(rows: &'a [(&'a str, &'a str)], header: &str) -> Option<&'a str> {
-    rows.iter().find(|(key, _)| if key.ends_with('/') { header.starts_with(key) } else { header == *key }).map(|(_, why)| *why)
+    rows.iter().find(|(key, _)| names_header(key, header)).map(|(_, why)| *why)
+}
+
+/// Whether a row key names `header`: the same name, or a directory key (`x/`) holding it.
+fn names_header(key: &str, header: &str) -> bool {
+    if key.ends_with('/') {
+        header.starts_with(key)
+    } else {
+        header == key
+    }
 }
 
 /// Headers of ROCm's libraries, passed through as they are (a code path its author wrote
@@ -769,18 +820,18 @@ pub const ASM_REWRITES: &[AsmRewrite] = &[
 /// PTX instructions with no AMD meaning (the first word of an asm template, or of a
 /// `{ ... }` block's instruction after its predicate setup): refused as NVIDIA-only, with
 /// the cause. Other unknown inline assembly is "no rule".
-pub const ASM_NVIDIA_ONLY: &[(&str, &str)] = &[
-    ("cp.async", "sm_80 asynchronous global-to-shared copies (cp.async groups)"),
-    ("mma.sync", "NVIDIA tensor-core MMA (mma.sync), with its register fragment layouts"),
-    ("ldmatrix", "sm_75 ldmatrix: shared-memory tiles into tensor-core fragments"),
-    ("stmatrix", "sm_90 stmatrix: tensor-core fragments into shared memory"),
-    ("wgmma", "sm_90 warpgroup MMA (wgmma)"),
-    ("tcgen05", "sm_100 tensor-core generation 5"),
-    ("cp.reduce.async.bulk", "sm_90 TMA bulk reductions"),
-    ("mbarrier", "sm_80+ asynchronous transaction barriers"),
-    ("elect.sync", "sm_90 warp leader election"),
-    ("setmaxnreg", "sm_90 register reallocation between warpgroups"),
-    ("cvt.rn.satfinite.e2m1x2", "sm_100 fp4 (e2m1) conversions, as cuda_fp4.h: no HIP spelling in the releases we support, and no NVIDIA GPU lent here to check an emulation against"),
+pub const ASM_NVIDIA_ONLY: &[NvidiaOnly] = &[
+    NvidiaOnly { key: "cp.async", since_sm: Some(80), cause: "sm_80 asynchronous global-to-shared copies (cp.async groups)" },
+    NvidiaOnly { key: "mma.sync", since_sm: Some(80), cause: "NVIDIA tensor-core MMA (mma.sync), with its register fragment layouts (the m16n8k16 f16/bf16 shapes kernels take are sm_80's)" },
+    NvidiaOnly { key: "ldmatrix", since_sm: Some(75), cause: "sm_75 ldmatrix: shared-memory tiles into tensor-core fragments" },
+    NvidiaOnly { key: "stmatrix", since_sm: Some(90), cause: "sm_90 stmatrix: tensor-core fragments into shared memory" },
+    NvidiaOnly { key: "wgmma", since_sm: Some(90), cause: "sm_90 warpgroup MMA (wgmma)" },
+    NvidiaOnly { key: "tcgen05", since_sm: Some(100), cause: "sm_100 tensor-core generation 5" },
+    NvidiaOnly { key: "cp.reduce.async.bulk", since_sm: Some(90), cause: "sm_90 TMA bulk reductions" },
+    NvidiaOnly { key: "mbarrier", since_sm: Some(80), cause: "sm_80+ asynchronous transaction barriers" },
+    NvidiaOnly { key: "elect.sync", since_sm: Some(90), cause: "sm_90 warp leader election" },
+    NvidiaOnly { key: "setmaxnreg", since_sm: Some(90), cause: "sm_90 register reallocation between warpgroups" },
+    NvidiaOnly { key: "cvt.rn.satfinite.e2m1x2", since_sm: Some(100), cause: "sm_100 fp4 (e2m1) conversions, as cuda_fp4.h: no HIP spelling in the releases we support, and no NVIDIA GPU lent here to check an emulation against" },
 ];
 
 /// What a warp-synchronous intrinsic's mask becomes when it names only some lanes

@@ -102,6 +102,21 @@ pub fn is_refusal(e: &TranslateError) -> bool {
     matches!(e, TranslateError::NvidiaOnly { .. } | TranslateError::NeedsLibrary { .. })
 }
 
+/// The newest NVIDIA compute capability that lacks every NVIDIA-only construct of
+/// `errors`: a CUDA build script that gates those kernels on a capability leaves them out
+/// at it, as on a CUDA GPU without them (candle-rocm-build's `get_compute_cap`). `None`
+/// where there is none, or where one was brought by no capability (CUTLASS, say).
+pub fn capability_without<'a>(errors: impl IntoIterator<Item = &'a TranslateError>) -> Option<u32> {
+    let mut oldest: Option<u32> = None;
+    for e in errors {
+        if let TranslateError::NvidiaOnly { since_sm, .. } = e {
+            let sm = (*since_sm)?;
+            oldest = Some(oldest.map_or(sm, |o| o.min(sm)));
+        }
+    }
+    mapping::capability_before(oldest?)
+}
+
 /// As [`translate_tree`], but every file on its own: the output holds the files that
 /// translated, and each file that did not has its error (the corpus report's rows).
 pub fn translate_each(inputs: &[TreeFile], ctx: &KernelContext) -> Result<(KernelOutput, Vec<FileFailure>), TranslateError> {

@@ -5,6 +5,11 @@
 use super::mapping::*;
 
 /// The whole document.
+/// ` (sm_80 and later)` for a construct a compute capability brought.
+fn since(row: &NvidiaOnly) -> String {
+    row.since_sm.map_or(String::new(), |sm| format!(" (sm_{sm} and later)"))
+}
+
 pub fn render() -> String {
     let mut s = String::from(
         "# What translates: the CUDA vocabulary of the kernel rules\n\n\
@@ -59,8 +64,8 @@ pub fn render() -> String {
     }
     s.push_str(&format!("| the C and C++ standard headers ({}) | kept |\n", STANDARD_INCLUDES.len()));
     s.push_str("| the tree's own headers, any extension, found as nvcc finds them | kept, and translated with the kernels |\n");
-    for (name, cause) in NVIDIA_ONLY_HEADERS {
-        s.push_str(&format!("| `{name}` | refused, NVIDIA-only: {cause} |\n"));
+    for row in NVIDIA_ONLY_HEADERS {
+        s.push_str(&format!("| `{}` | refused, NVIDIA-only{}: {} |\n", row.key, since(row), row.cause));
     }
     for (name, library) in FOREIGN_HEADERS {
         s.push_str(&format!("| `{name}` | refused: needs {library} |\n"));
@@ -89,8 +94,8 @@ pub fn render() -> String {
     for r in ASM_REWRITES {
         s.push_str(&format!("| `{}` | `{}` | {} |\n", r.template.replace('|', "\\|"), r.replacement.replace('|', "\\|"), r.why));
     }
-    for (prefix, cause) in ASM_NVIDIA_ONLY {
-        s.push_str(&format!("| `{prefix}...` | refused, NVIDIA-only | {cause} |\n"));
+    for row in ASM_NVIDIA_ONLY {
+        s.push_str(&format!("| `{}...` | refused, NVIDIA-only{} | {} |\n", row.key, since(row), row.cause));
     }
     s.push_str("| several of the instructions above in one template (`max.NaN.f32 %0, %0, 0fC5800000; min.NaN.f32 ...`) | each as its row, one after another | operands numbered in order; `0fXXXXXXXX` float immediates by their bits |\n");
     s.push_str("| anything else | no rule | |\n");

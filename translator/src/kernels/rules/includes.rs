@@ -13,7 +13,7 @@
 //! the architecture tests of CUTLASS-only code.
 
 use super::{TreeFacts, Unit};
-use crate::kernels::mapping::{header_row, FOREIGN_HEADERS, INCLUDES, INCLUDE_DIRECTORIES, NVIDIA_ONLY_HEADERS, ROCM_LIBRARY_HEADERS, STANDARD_INCLUDES, TOOLKIT_VERSION_MACROS};
+use crate::kernels::mapping::{header_row, FOREIGN_HEADERS, INCLUDES, INCLUDE_DIRECTORIES, nvidia_only_header, ROCM_LIBRARY_HEADERS, STANDARD_INCLUDES, TOOLKIT_VERSION_MACROS};
 use crate::kernels::include_paths::{self, include_target};
 use crate::lexer::{self, line_views, logical_lines};
 use crate::TranslateError;
@@ -56,8 +56,8 @@ fn refusal(unit: &Unit, facts: &TreeFacts, target: &str, quoted: bool, line: u32
         return None;
     }
     let spelled = format!("#include {}", if quoted { format!("\"{target}\"") } else { format!("<{target}>") });
-    if let Some(cause) = header_row(NVIDIA_ONLY_HEADERS, target) {
-        return Some(TranslateError::nvidia_only(&unit.path, line, spelled, cause));
+    if let Some(row) = nvidia_only_header(target) {
+        return Some(TranslateError::nvidia_only(&unit.path, line, spelled, row.cause, row.since_sm));
     }
     header_row(FOREIGN_HEADERS, target).map(|library| TranslateError::NeedsLibrary { file: unit.path.clone(), line, construct: spelled, library: library.to_string() })
 }
@@ -176,7 +176,7 @@ mod tests {
         let err = run_with(apply, "#include <torch/all.h>\n", &facts()).unwrap_err();
         assert_eq!(err.to_string(), "t.cu:1: #include <torch/all.h>: needs PyTorch's C++ API, which this translation does not provide");
         // a directory row holds only what is inside it
-        assert!(header_row(NVIDIA_ONLY_HEADERS, "cutlass_like.h").is_none());
+        assert!(nvidia_only_header("cutlass_like.h").is_none());
     }
 
     #[test]

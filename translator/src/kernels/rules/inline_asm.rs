@@ -13,7 +13,7 @@
 
 use super::tokens::{matching_paren, next_significant, text_of, tokens_from};
 use super::{TreeFacts, Unit};
-use crate::kernels::mapping::{ASM_NVIDIA_ONLY, ASM_REWRITES};
+use crate::kernels::mapping::{NvidiaOnly, ASM_NVIDIA_ONLY, ASM_REWRITES};
 use crate::lexer::{Token, TokenKind};
 use crate::TranslateError;
 
@@ -40,8 +40,8 @@ pub fn apply(unit: &mut Unit, _: &TreeFacts) -> Result<usize, TranslateError> {
         }
         let close = matching_paren(&unit.tokens, open).ok_or_else(|| fail("asm(".into(), "unbalanced asm statement"))?;
         let stmt = parse(&unit.tokens[open + 1..close]).ok_or_else(|| fail("asm(...)".into(), "unparsable asm statement"))?;
-        if let Some((_, cause)) = nvidia_only(&stmt.template) {
-            return Err(TranslateError::nvidia_only(&unit.path, at, format!("asm(\"{}\")", stmt.template), *cause));
+        if let Some(row) = nvidia_only(&stmt.template) {
+            return Err(TranslateError::nvidia_only(&unit.path, at, format!("asm(\"{}\")", stmt.template), row.cause, row.since_sm));
         }
         let text = if let Some(rewrite) = ASM_REWRITES.iter().find(|r| r.template == stmt.template) {
             fill(rewrite.replacement, &stmt.operands)
@@ -111,10 +111,10 @@ fn operand_expression(operand: &str, operands: &[String]) -> Option<String> {
 
 /// The row of [`ASM_NVIDIA_ONLY`] naming an instruction of `template` (each statement's
 /// first word, after any `@p` predicate).
-fn nvidia_only(template: &str) -> Option<&'static (&'static str, &'static str)> {
+fn nvidia_only(template: &str) -> Option<&'static NvidiaOnly> {
     template.split([';', '{', '}']).map(str::trim).find_map(|statement| {
         let word = statement.split_whitespace().find(|w| !w.starts_with('@'))?;
-        ASM_NVIDIA_ONLY.iter().find(|(prefix, _)| word.starts_with(prefix))
+        ASM_NVIDIA_ONLY.iter().find(|row| word.starts_with(row.key))
     })
 }
 

@@ -20,7 +20,7 @@ pub fn apply(unit: &mut Unit, facts: &TreeFacts) -> Result<usize, TranslateError
                 continue;
             }
             if HIP_RUNTIME_UNSUPPORTED.lines().any(|n| n == t.text) {
-                return Err(TranslateError::nvidia_only(&unit.path, t.line, t.text.as_str(), "a CUDA runtime API name HIP has no counterpart for (HIPIFY's runtime API table)"));
+                return Err(TranslateError::nvidia_only(&unit.path, t.line, t.text.as_str(), "a CUDA runtime API name HIP has no counterpart for (HIPIFY's runtime API table)", None));
             }
             if is_cuda_only(&t.text) {
                 return Err(TranslateError::unsupported(
