@@ -125,6 +125,15 @@ mod tests {
     }
 
     #[test]
+    fn a_mirrored_test_reaches_the_hip_layer_through_the_crate_its_file_names() {
+        let test = "#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {}\n}\n";
+        let own = mirror_file("ops.rs", "t", &format!("use crate::Tensor;\n{test}")).unwrap();
+        assert!(own.text.contains("match crate::rocm_backend::candle_rocm_hip"), "{}", own.text);
+        let ported = mirror_file("ops.rs", "t", &format!("use candle_core::Tensor;\n{test}")).unwrap();
+        assert!(ported.text.contains("match candle_core::rocm_backend::candle_rocm_hip"), "{}", ported.text);
+    }
+
+    #[test]
     fn unparsable_rust_is_an_error_with_its_line() {
         let err = mirror_file("t.rs", "test", "fn a() {}\nfn (\n").unwrap_err().to_string();
         assert!(err.starts_with("t.rs:2: Rust source: does not parse"), "{err}");
