@@ -199,10 +199,15 @@ pub fn short(commit: &str) -> String {
     }
 }
 
+/// A result file's sources as the report shows them: `a`, `b` (empty for a file no entry has).
+fn shown_sources(file_name: &str) -> String {
+    sources_of(file_name).map(|p| p.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+}
+
 /// The note a report section shows for its result file (key, value), in place of
 /// the file's `# commit:` and `# sources:` lines.
 pub fn freshness_note(file_name: &str, freshness: &Freshness) -> (String, String) {
-    let paths = sources_of(file_name).map(|p| p.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")).unwrap_or_default();
+    let paths = shown_sources(file_name);
     match freshness {
         Freshness::Current { commit } => ("measured".into(), format!("at commit `{}`; its sources ({paths}) are unchanged since", short(commit))),
         Freshness::Stale { commit } => ("**stale**".into(), format!("measured at commit `{}`; its sources ({paths}) have changed since, so these figures may not be today's code's", short(commit))),
@@ -246,7 +251,7 @@ pub fn overview(md: &mut String, results: &Path) -> Result<()> {
             Freshness::Stale { commit } => (format!("`{}`", short(commit)), "**stale**".to_string()),
             Freshness::Unknown { why } => ("".into(), format!("**unknown**: {why}")),
         };
-        let paths = sources_of(&name).map(|p| p.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")).unwrap_or_default();
+        let paths = shown_sources(&name);
         rows.push(vec![format!("`{name}`"), commit, paths, state]);
     }
     super::table::markdown_table(md, &["result file", "measured at", "sources", "state"], &rows)
