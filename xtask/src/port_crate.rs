@@ -102,11 +102,11 @@ pub fn port(src: &Path, out: &Path, root: &Path, candle: Option<&Path>) -> Resul
         rocm_crates: crate::regen::rocm_crate_paths(root, out.parent().unwrap_or(out)),
         siblings: ported_siblings(out)?,
     };
+    let siblings = paths.siblings.clone();
     let mut mirror = mirror_package_files(&files, &label, &manifest_text, &paths, BuildScript::Port).map_err(|e| anyhow!("{}: {e:#}", src.display()))?;
-    if let Some(candle) = candle {
-        let manifest = String::from_utf8(mirror.files["Cargo.toml"].clone())?;
-        mirror.files.insert("Cargo.toml".into(), patch_candle(&manifest, out, &absolute(candle)?)?.into_bytes());
-    }
+    let manifest = String::from_utf8(mirror.files["Cargo.toml"].clone())?;
+    let candle = candle.map(absolute).transpose()?;
+    mirror.files.insert("Cargo.toml".into(), patch_crates_io(&manifest, out, candle.as_deref(), &siblings)?.into_bytes());
     // the provenance lines the rules write name regen; these files come from this command
     for text in mirror.files.values_mut() {
         let end = text.iter().position(|b| *b == b'\n').unwrap_or(text.len());
@@ -192,23 +192,44 @@ fn report(label: &str, mirror: &PackageMirror, kernels: usize, kernel_rules: &BT
     s
 }
 
-/// `[patch.crates-io]` entries for the candle packages the crate depends on that `candle`
-/// (generated/) holds, relative to `out`.
-fn patch_candle(manifest: &str, out: &Path, candle: &Path) -> Result<String> {
+/// The port's `[patch.crates-io]`, for building it as the root of a crate graph (a
+/// dependency's patches do not apply):
+/// * the candle packages it depends on that `candle` (generated/) holds, relative to `out`;
+/// * each ported sibling it depends on, and that sibling's own patches, so that a crate of
+///   the registry between them (`mistralrs` between `mistralrs-cli` and `mistralrs-core`)
+///   takes the twins too.
+///
+/// With `candle` given, some candle package must be among them.
+fn patch_crates_io(manifest: &str, out: &Path, candle: Option<&Path>, siblings: &BTreeMap<String, String>) -> Result<String> {
     let mut table: toml::Table = manifest.parse()?;
     let mut patches = toml::Table::new();
+    let path_entry = |path: String| toml::Value::Table(toml::Table::from_iter([("path".to_string(), toml::Value::String(path))]));
     for section in ["dependencies", "dev-dependencies"] {
         for (key, spec) in table.get(section).and_then(|d| d.as_table()).into_iter().flatten() {
             let package = spec.get("package").and_then(|p| p.as_str()).unwrap_or(key);
-            if candle.join(package).join("Cargo.toml").is_file() {
-                let mut entry = toml::Table::new();
-                entry.insert("path".into(), toml::Value::String(relative(out, &candle.join(package)).display().to_string()));
-                patches.insert(package.to_string(), toml::Value::Table(entry));
+            if let Some(candle) = candle.filter(|c| c.join(package).join("Cargo.toml").is_file()) {
+                patches.insert(package.to_string(), path_entry(relative(out, &candle.join(package)).display().to_string()));
+            }
+            if let Some(dir) = siblings.get(package) {
+                patches.insert(package.to_string(), path_entry(dir.clone()));
+                // a sibling's paths are relative to a directory beside `out`: the same from here
+                let sibling_manifest = absolute(&out.join(dir))?.join("Cargo.toml");
+                let text = std::fs::read_to_string(&sibling_manifest).with_context(|| format!("{}", sibling_manifest.display()))?;
+                let sibling: toml::Table = text.parse().with_context(|| format!("{}", sibling_manifest.display()))?;
+                let inherited = sibling.get("patch").and_then(|p| p.get("crates-io")).and_then(|c| c.as_table());
+                for (name, entry) in inherited.into_iter().flatten() {
+                    patches.entry(name.clone()).or_insert_with(|| entry.clone());
+                }
             }
         }
     }
+    if let Some(candle) = candle {
+        if !patches.keys().any(|name| candle.join(name).join("Cargo.toml").is_file()) {
+            bail!("{} holds none of the crate's candle dependencies", candle.display());
+        }
+    }
     if patches.is_empty() {
-        bail!("{} holds none of the crate's candle dependencies", candle.display());
+        return Ok(manifest.to_string());
     }
     let patch = table.entry("patch").or_insert_with(|| toml::Value::Table(toml::Table::new()));
     let patch = patch.as_table_mut().context("[patch] is not a table")?;
@@ -295,11 +316,14 @@ mod tests {
         assert!(alone.report.contains("quant has no ROCm twin here"), "{}", alone.report);
         let beside = dir.path().join("ported/quant");
         std::fs::create_dir_all(&beside).unwrap();
-        std::fs::write(beside.join("Cargo.toml"), "[package]\nname = \"quant\"\nversion = \"0.1.0\"\n").unwrap();
+        std::fs::write(beside.join("Cargo.toml"), "[package]\nname = \"quant\"\nversion = \"0.1.0\"\n\n[patch.crates-io.candle-core]\npath = \"../../generated/candle-core\"\n").unwrap();
         std::fs::write(beside.join(REPORT), "").unwrap();
         let ported = port(&src, &out, &root, None).unwrap();
         let manifest: toml::Table = String::from_utf8(ported.tree["Cargo.toml"].clone()).unwrap().parse().unwrap();
         assert_eq!(manifest["dependencies"]["quant"]["path"].as_str(), Some("../quant"));
+        // built as the root of its graph: the twin and what the twin is patched with
+        assert_eq!(manifest["patch"]["crates-io"]["quant"]["path"].as_str(), Some("../quant"), "{manifest}");
+        assert_eq!(manifest["patch"]["crates-io"]["candle-core"]["path"].as_str(), Some("../../generated/candle-core"), "{manifest}");
         assert_eq!(manifest["features"]["rocm"].as_array().unwrap()[0].as_str(), Some("quant/rocm"), "{manifest}");
         assert!(!ported.report.contains("no ROCm twin"), "{}", ported.report);
     }

@@ -16,8 +16,15 @@
 //!   upstream chooses at compile time for CUDA (qwen3_moe's fused MoE) is the
 //!   one the ROCm backend has too.
 //!
+//! * `if-available-twins`: a call that asks for the CUDA GPU if there is one
+//!   (`Device::cuda_if_available(0)`, [`IF_AVAILABLE`]) asks for the ROCm GPU
+//!   where CUDA is not available (`if candle_core::utils::cuda_is_available() {
+//!   Device::cuda_if_available(0) } else { Device::rocm_if_available(0) }`):
+//!   mistral.rs's server picks its device this way.
+//!
 //! Functions named for CUDA (`cuda_is_available`, `Device::cuda_if_available`)
-//! are left alone: they answer for CUDA, and their ROCm twins for ROCm.
+//! are left alone where they are defined: they answer for CUDA, and their ROCm
+//! twins for ROCm.
 //! * `feature-hints`: messages that tell the user which feature to build
 //!   with (`build this example with `--features cuda``) name the ROCm one
 //!   too ([`FEATURE_HINTS`]).
@@ -29,18 +36,30 @@ use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 
 use super::cuda_names::{cfg_mentions_cuda, is_cuda_ident, mentions_cuda, mentions_rocm};
-use super::mapping::{DEVICE_PREDICATES, FEATURE_HINTS};
+use super::mapping::{DEVICE_PREDICATES, FEATURE_HINTS, IF_AVAILABLE};
 use super::node_attrs::{item_attrs, stmt_attrs};
 use super::rules::{self, replace_in_literals};
+use super::skip_without_device::candle_core_path;
 
-/// Applies the three rules to `file`; counts go to `counts`.
+/// Applies the four rules to `file`; counts go to `counts`.
 pub fn rewrite(file: &mut syn::File, counts: &mut BTreeMap<&'static str, usize>) {
-    let mut pass = Pass { counts };
+    let candle_core = candle_core_path(file);
+    let mut pass = Pass { counts, candle_core };
     pass.visit_file_mut(file);
 }
 
 struct Pass<'a> {
     counts: &'a mut BTreeMap<&'static str, usize>,
+    /// How the file names candle-core (`candle_core`, `candle`, `crate`).
+    candle_core: syn::Path,
+}
+
+/// The [`IF_AVAILABLE`] row a call is of (`Device::cuda_if_available(0)`).
+fn if_available_row(e: &syn::Expr) -> Option<&'static (&'static str, &'static str, &'static str)> {
+    let syn::Expr::Call(call) = e else { return None };
+    let syn::Expr::Path(p) = &*call.func else { return None };
+    let last = p.path.segments.last()?.ident.to_string();
+    IF_AVAILABLE.iter().find(|(cuda, _, _)| last == *cuda)
 }
 
 /// Does this branch choose CUDA code: its condition calls a CUDA-named
@@ -93,7 +112,49 @@ fn is_cfg_cuda(mac: &syn::Macro) -> bool {
     mac.path.is_ident("cfg") && mac.tokens.to_string().replace(' ', "") == "feature=\"cuda\""
 }
 
+impl Pass<'_> {
+    /// `if <candle>::utils::cuda_is_available() { call } else { its ROCm twin }`
+    /// for a call of an [`IF_AVAILABLE`] row.
+    fn if_available_twin(&mut self, call: &syn::Expr) -> syn::Expr {
+        let (_, rocm, available) = if_available_row(call).expect("a call of a row");
+        let mut twin = call.clone();
+        if let syn::Expr::Call(syn::ExprCall { func, .. }) = &mut twin {
+            if let syn::Expr::Path(p) = &mut **func {
+                let last = p.path.segments.last_mut().expect("a row matched the last segment");
+                last.ident = syn::Ident::new(rocm, last.ident.span());
+            }
+        }
+        let (krate, available) = (&self.candle_core, syn::Ident::new(available, proc_macro2::Span::call_site()));
+        *self.counts.entry("if-available-twins").or_default() += 1;
+        syn::parse_quote!(if #krate::utils::#available() { #call } else { #twin })
+    }
+}
+
 impl VisitMut for Pass<'_> {
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        // an `if` is a statement at a statement's start: as the operand of `?` or
+        // of a method call it is parenthesized (`(if .. {} else {})?`)
+        let operand = match e {
+            syn::Expr::Try(t) => Some(&mut t.expr),
+            syn::Expr::MethodCall(m) => Some(&mut m.receiver),
+            _ => None,
+        };
+        // (the twin is ROCm's already: neither it nor the call is visited again)
+        if let Some(operand) = operand.filter(|o| if_available_row(o).is_some()) {
+            let twin = self.if_available_twin(operand);
+            **operand = syn::Expr::Paren(syn::ExprParen { attrs: vec![], paren_token: Default::default(), expr: Box::new(twin) });
+            if let syn::Expr::MethodCall(m) = e {
+                for arg in &mut m.args {
+                    self.visit_expr_mut(arg);
+                }
+            }
+        } else if if_available_row(e).is_some() {
+            *e = self.if_available_twin(e);
+        } else {
+            syn::visit_mut::visit_expr_mut(self, e);
+        }
+    }
+
     fn visit_expr_if_mut(&mut self, e: &mut syn::ExprIf) {
         if let syn::Expr::Macro(m) = &*e.cond {
             if is_cfg_cuda(&m.mac) {
@@ -225,6 +286,23 @@ mod tests {
         let (out, counts) = run("fn f(&self, device: &Device) -> Result<Tensor> { if device.is_cuda() { self.attention_cuda(q) } else if device.is_metal() { self.attention_metal(q) } else { self.attention_basic(q) } }");
         assert!(out.contains("if device.is_cuda() {\n        self.attention_cuda(q)\n    } else if device.is_rocm() {\n        self.attention_rocm(q)\n    } else if device.is_metal() {"), "{out}");
         assert_eq!(counts["if-chain-twins"], 1);
+    }
+
+    /// mistralrs-server-core's device choice
+    #[test]
+    fn asking_for_the_cuda_gpu_if_available_asks_for_the_rocm_one_too() {
+        let (out, counts) = run("use candle_core::Device;\nfn f(cpu: bool) -> Result<Device> { let device = if cpu { Device::Cpu } else { Device::cuda_if_available(0)? }; Ok(device) }");
+        let want = "Device::Cpu\n    } else {\n        (if candle_core::utils::cuda_is_available() {\n            Device::cuda_if_available(0)\n        } else {\n            Device::rocm_if_available(0)\n        })?\n    };";
+        assert!(out.contains(want), "{out}");
+        assert_eq!(counts["if-available-twins"], 1);
+        // candle-examples names the crate `candle`; inside candle-core it is `crate`
+        let (out, _) = run("fn f() -> Result<()> { let dev = candle::Device::cuda_if_available(0)?; Ok(()) }");
+        assert!(out.contains("(if candle::utils::cuda_is_available() {\n        candle::Device::cuda_if_available(0)\n    } else {\n        candle::Device::rocm_if_available(0)\n    })?"), "{out}");
+        // a bare call needs no parentheses
+        let (out, _) = run("fn f() -> Result<Device> { let d = Device::cuda_if_available(1); d }");
+        assert!(out.contains("let d = if crate::utils::cuda_is_available() {"), "{out}");
+        let (out, counts) = run("impl Device { pub fn cuda_if_available(o: usize) -> Result<Self> { if utils::cuda_is_available() { Self::new_cuda(o) } else { Ok(Self::Cpu) } } }");
+        assert!(counts.is_empty() && !out.contains("rocm"), "{out}");
     }
 
     #[test]

@@ -64,6 +64,12 @@ pub const IDENTIFIERS: &[(&str, &str)] = &[
 /// the same kernels and so must meet the same expectations.
 pub const DEVICE_PREDICATES: &[(&str, &str)] = &[("is_cuda", "is_rocm")];
 
+/// "The GPU if there is one" (rule `if-available-twins`): a call of the CUDA
+/// constructor (first) asks, where the CUDA backend is not available, its ROCm twin
+/// (second); the third is candle-core's `utils` function that tells them apart. A
+/// program asking for "the GPU if available" then gets the AMD GPU, not the CPU.
+pub const IF_AVAILABLE: &[(&str, &str, &str)] = &[("cuda_if_available", "rocm_if_available", "cuda_is_available")];
+
 /// Candle's getters without side effects (methods of `Tensor`, `Storage`, `Layout`,
 /// `Shape`, `Var`, `QTensor`, called with no argument): a device predicate on a chain of
 /// them (`xs.device().is_cuda()`) may evaluate its receiver twice (rule `device-predicates`).
