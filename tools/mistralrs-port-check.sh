@@ -1,40 +1,49 @@
 #!/usr/bin/env bash
-# mistral.rs 0.8.1's three CUDA crates (mistralrs-quant, mistralrs-paged-attn, mistralrs-core, from the
-# cargo registry) ported by `cargo xtask port-crate` against a regen of Candle 0.10.2, dependencies first
-# (a crate ported beside another is its twin), then each one's Rust side type-checked with
-# `--features rocm` inside the ROCm 7.2 root: `cargo check` runs the ported build scripts, which
-# translate every kernel unit and compile it with ROCm 7.2's hipcc for ARCH (default gfx942); the units
-# PORTED.md lists as NVIDIA-only are left out with a warning naming the construct.
+# mistral.rs 0.8.1 built for AMD (docs/mistralrs.md), the user's command sequence:
+#   1. Candle 0.10.2 (the release mistral.rs 0.8.1 is on) regenerated into target/generated-0.10.2;
+#   2. mistral.rs's five crates from crates.io ported by `cargo xtask port-crate`, dependencies first (a
+#      crate ported beside another is its twin: `mistralrs-core/cuda` becomes `mistralrs-core/rocm`), each
+#      ported twice: the second time with --check, which must find the same bytes;
+#   3. its CLI, `mistralrs`, built with `--features rocm` inside the ROCm 7.2 root: the ported build scripts
+#      translate every kernel unit and compile it with ROCm 7.2's hipcc for ARCHS (default gfx942,gfx1100,gfx1201;
+#      the units PORTED.md lists as NVIDIA-only are left out with a warning naming the construct), Candle's own
+#      kernels from the regenerated release; linked against 7.2's libraries;
+#   4. the binary's HIP/rocBLAS/rocRAND imports checked against what 7.2's libraries export.
 #
-#   tools/mistralrs-port-check.sh [ARCH]        (OUT=dir for the ports, default /tmp/mistralrs-port)
+#   tools/mistralrs-port-check.sh [ARCHS]       the four steps
+#   tools/mistralrs-port-check.sh --ports-only  steps 1 and 2 (CI runs this)
 #
-# Long (mistralrs-paged-attn's kernels take most of it on 2 cores), so not in CI: CI runs the kernel
-# corpus sample of these crates (cargo xtask corpus --sample --compile). Needs root, debootstrap and
-# hipcc (apt-get install -y hipcc debootstrap), and the crates' dependencies in the cargo home or a
-# reachable registry (cargo fetch runs first, on the host).
+# Steps 3 and 4 are long (the kernels take most of it on 2 cores), so not in CI; CI also compiles these crates'
+# kernel units with the host's hipcc (cargo xtask corpus --sample --compile). Steps 3 and 4 need root, debootstrap
+# and hipcc (apt-get install -y hipcc debootstrap); all need crates.io (or the crates in the cargo home).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-arch=${1:-gfx942}
-# outside the workspace (cargo would take a port below it for a member) and visible in the root (/tmp is)
-out=${OUT:-/tmp/mistralrs-port}
+ports_only=false
+[[ ${1:-} == --ports-only ]] && { ports_only=true; shift; }
+archs=${1:-gfx942,gfx1100,gfx1201}
 stamp() { date +%s; }
 t0=$(stamp)
-cargo xtask rocm-root 7.2
-# the registry's copies of the three crates (the corpus fetches them)
-cargo xtask corpus --sample --out "$out.corpus.md" >/dev/null
 cargo xtask regen --candle-version 0.10.2 --out target/generated-0.10.2
-registry=$(dirname "$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/mistralrs-quant-0.8.1 | head -1)")
-for c in mistralrs-quant mistralrs-paged-attn mistralrs-core; do
-  cargo xtask port-crate --src "$registry/$c-0.8.1" --out "$out/$c" --candle target/generated-0.10.2
+for check in "" --check; do
+  cargo xtask port-crate --crate mistralrs-quant@0.8.1 --out target/mistralrs-port/mistralrs-quant --candle target/generated-0.10.2 $check
+  cargo xtask port-crate --crate mistralrs-paged-attn@0.8.1 --out target/mistralrs-port/mistralrs-paged-attn --candle target/generated-0.10.2 $check
+  cargo xtask port-crate --crate mistralrs-core@0.8.1 --out target/mistralrs-port/mistralrs-core --candle target/generated-0.10.2 $check
+  cargo xtask port-crate --crate mistralrs-server-core@0.8.1 --out target/mistralrs-port/mistralrs-server-core --candle target/generated-0.10.2 $check
+  cargo xtask port-crate --crate mistralrs-cli@0.8.1 --out target/mistralrs-port/mistralrs-cli --candle target/generated-0.10.2 $check
 done
 t1=$(stamp)
-declare -A took
-for c in mistralrs-quant mistralrs-paged-attn mistralrs-core; do
-  (cd "$out/$c" && cargo fetch --quiet)
-  s=$(stamp)
-  echo "== $c: cargo check --features rocm in the ROCm 7.2 root, kernels for $arch"
-  (cd "$out/$c" && SKIP_BINDGEN=1 CANDLE_ROCM_ARCHS="$arch" CARGO_TARGET_DIR="$PWD/../target" \
-    "$OLDPWD/target/rocm/7.2/bin/in-root" cargo check --features rocm --offline)
-  took[$c]=$(( $(stamp) - s ))
-done
-echo "== wall times (s): root, regen and ports $((t1-t0)), quant ${took[mistralrs-quant]}, paged-attn ${took[mistralrs-paged-attn]}, core ${took[mistralrs-core]}"
+if $ports_only; then
+  echo "== Candle 0.10.2 regenerated and mistral.rs's five crates ported (twice, the same bytes) in $((t1-t0)) s"
+  exit 0
+fi
+cargo xtask rocm-root 7.2
+echo "== mistralrs (mistralrs-cli 0.8.1), --features rocm, in the ROCm 7.2 root, kernels for $archs"
+(cd target/mistralrs-port/mistralrs-cli && cargo fetch --quiet)
+root_cargo=$PWD/target/rocm/7.2/bin/in-root
+kernels=$PWD/target/generated-0.10.2/kernels
+(cd target/mistralrs-port/mistralrs-cli &&
+  SKIP_BINDGEN=1 CANDLE_ROCM_ARCHS="$archs" CANDLE_ROCM_KERNELS_DIR="$kernels" CARGO_TARGET_DIR="$PWD/../target" \
+    "$root_cargo" cargo build --features rocm --offline --bin mistralrs)
+t2=$(stamp)
+cargo xtask rocm-backend --rocm 7.2 --check-imports target/mistralrs-port/target/debug/mistralrs
+echo "== wall times (s): regen and ports $((t1-t0)), root and mistralrs built in it $((t2-t1))"

@@ -158,4 +158,9 @@ rotary_symbols=$(nm "$gen_target/debug/user-ffi-rotary-check")
 grep -q ' T run_rotary_bf16$' <<<"$rotary_symbols" || { echo "error: the check binary has no run_rotary_bf16"; exit 1; }
 prune "$gen_target"
 
+step "mistral.rs 0.8.1, the largest Candle application (docs/mistralrs.md): its five crates from crates.io ported by cargo xtask"
+echo "   port-crate against Candle 0.10.2 regenerated, dependencies first, each ported again with --check (the same bytes). Its"
+echo "   build and link in the ROCm 7.2 root: tools/mistralrs-port-check.sh; its run on the H100: bench/mistralrs/run.sh"
+bash tools/mistralrs-port-check.sh --ports-only
+
 step ""

@@ -5,7 +5,8 @@
 #             unpacked into scratch; it must hold $setup_required (default the two benchmark
 #             binaries) and the GPU bundle's lib/
 #   scratch   WORK_DIR, else a temp dir
-#   kernels   KERNELS_DIR if it holds an nvcc build of generated/kernels, else one built now
+#   kernels   KERNELS_DIR if it holds an nvcc build of generated/kernels, else one built now (of the
+#             kernels a program built against another Candle release carries, bin/candle-VERSION/kernels)
 #   cuda_env / rocm_env   `env` prefixes: CUDA 13's libraries; plus the forwarder, the
 #             launchers and CANDLE_ROCM_CODE_OBJECTS_DIR for the ROCm binary
 setup_bin=${setup_bin:-device-carry/bench-backend}
@@ -33,11 +34,13 @@ nvidia-smi -L || { echo "error: no NVIDIA GPU here" >&2; exit 1; }
 export PATH="$PATH:/usr/local/cuda/bin"
 
 kernels=${KERNELS_DIR:-}
+kernels_src=generated/kernels
+for carried in "$bin"/candle-*/kernels; do [[ -d $carried ]] && kernels_src=$carried; done
 if [[ -z $kernels ]] || ! ls "$kernels"/*.co >/dev/null 2>&1; then
   kernels=$scratch/kernels
   start=$(date +%s)
-  bash hip-on-cuda/build-kernels.sh generated/kernels "$kernels" sm_90 >"$out/build-kernels.log" 2>&1 \
-    || { tail -30 "$out/build-kernels.log"; echo "error: the nvcc build of generated/kernels failed"; exit 1; }
+  bash hip-on-cuda/build-kernels.sh "$kernels_src" "$kernels" sm_90 >"$out/build-kernels.log" 2>&1 \
+    || { tail -30 "$out/build-kernels.log"; echo "error: the nvcc build of $kernels_src failed"; exit 1; }
   echo "kernels for sm_90 built in $(( $(date +%s) - start )) s"
 fi
 kernels=$(realpath "$kernels")

@@ -86,7 +86,8 @@ private:
 // hipCUB's, where the release has it (ROCm >= 6 ships it; HIP 5.2.3 on Debian does not): a
 // name candle_cub does not declare itself is looked up in hipcub. (COMPAT_CUB_NAMES and
 // HIPCUB_HEADER in translator/src/kernels/mapping.rs say the same, for `cargo xtask corpus`.)
-#if defined(__HIP_PLATFORM_AMD__) && defined(__has_include)
+// On HIP's NVIDIA platform hipCUB is CUB's (hip-on-cuda has its own <hipcub/hipcub.hpp>).
+#if (defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_NVIDIA__)) && defined(__has_include)
 #if __has_include(<hipcub/hipcub.hpp>)
 #include <hipcub/hipcub.hpp>
 namespace candle_cub {

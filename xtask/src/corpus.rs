@@ -19,7 +19,6 @@ use translator::kernels::include_paths::{self, is_header, is_kernel_unit};
 use translator::kernels::{translate_each, KernelContext};
 use translator::{TranslateError, TreeFile};
 
-use crate::regen::upstream::registry_dir;
 use crate::workspace::workspace_root;
 
 /// Where a corpus comes from.
@@ -305,13 +304,7 @@ fn compilers(rocm: Option<&str>) -> Result<Vec<(String, Hipcc, Vec<String>)>> {
 fn read_corpus(corpus: &Corpus, root: &Path) -> Result<Vec<TreeFile>> {
     let dir = match corpus.origin {
         Origin::Registry { name, version, dir } => {
-            let krate = match registry_dir(name, version) {
-                Some(d) => d,
-                None => {
-                    crate::regen::upstream::fetch(&[name], version)?;
-                    registry_dir(name, version).with_context(|| format!("{name} {version} is not in the cargo registry after cargo fetch"))?
-                }
-            };
+            let krate = crate::regen::upstream::registry_crate(name, version)?;
             krate.join(dir)
         }
         Origin::Pypi { name, version, sha256, dir } => pypi_sdist(root, name, version, sha256)?.join(dir),

@@ -30,8 +30,11 @@ use crate::workspace::workspace_root;
 #[derive(Args, Debug)]
 pub struct PortArgs {
     /// The extension crate: its Cargo.toml, Rust sources, kernels and build script.
-    #[arg(long, value_name = "DIR")]
-    src: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "krate", conflicts_with = "krate")]
+    src: Option<PathBuf>,
+    /// A crates.io package instead of --src (fetched into the cargo registry when absent).
+    #[arg(long = "crate", value_name = "NAME@VERSION")]
+    krate: Option<String>,
     /// Where its ROCm twin goes (the whole directory, written atomically).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
@@ -50,7 +53,15 @@ pub const REPORT: &str = "PORTED.md";
 pub fn run(args: PortArgs) -> Result<ExitCode> {
     let root = workspace_root();
     let out = absolute(&args.out)?;
-    let ported = port(&args.src, &out, &root, args.candle.as_deref())?;
+    let src = match (&args.src, &args.krate) {
+        (Some(src), _) => src.clone(),
+        (None, Some(spec)) => {
+            let (name, version) = spec.split_once('@').with_context(|| format!("--crate {spec}: NAME@VERSION"))?;
+            crate::regen::upstream::registry_crate(name, version)?
+        }
+        (None, None) => bail!("--src or --crate"),
+    };
+    let ported = port(&src, &out, &root, args.candle.as_deref())?;
     print!("{}", ported.report);
     if args.check {
         // what cargo writes there once the port is built is not the port's

@@ -38,6 +38,10 @@
 #endif
 
 #include <cuda_runtime.h>
+// ROCm's hip_runtime.h brings the C++ standard exceptions in through its own headers, and
+// kernels written against it throw std::runtime_error without including <stdexcept>
+// (mistral.rs's MoE gemm); CUDA's headers do not bring it, so it is included here.
+#include <stdexcept>
 // Before the shuffle macros below: CUDA's fp16 header declares (deprecated,
 // pre-sm_70) mask-less __shfl* overloads that the macros must not rewrite.
 #include <cuda_fp16.h>
@@ -64,6 +68,23 @@ typedef cudaStream_t hipStream_t;
 typedef cudaError_t hipError_t;
 static constexpr hipError_t hipSuccess = cudaSuccess;
 
+// Device attributes: the ones the kernels ask for, under HIP's names.
+typedef cudaDeviceAttr hipDeviceAttribute_t;
+static constexpr hipDeviceAttribute_t hipDeviceAttributeSharedMemPerBlockOptin = cudaDevAttrMaxSharedMemoryPerBlockOptin;
+static constexpr hipDeviceAttribute_t hipDeviceAttributeMultiprocessorCount = cudaDevAttrMultiProcessorCount;
+// On AMD these answer the arch's gfx major/minor (9 and 4 on gfx942); here the NVIDIA ones.
+static constexpr hipDeviceAttribute_t hipDeviceAttributeComputeCapabilityMajor = cudaDevAttrComputeCapabilityMajor;
+static constexpr hipDeviceAttribute_t hipDeviceAttributeComputeCapabilityMinor = cudaDevAttrComputeCapabilityMinor;
+typedef cudaDeviceProp hipDeviceProp_t;
+
+// Copy directions: HIP numbers them as CUDA does (0 host to host ... 4 default).
+typedef cudaMemcpyKind hipMemcpyKind;
+static constexpr hipMemcpyKind hipMemcpyHostToHost = cudaMemcpyHostToHost;
+static constexpr hipMemcpyKind hipMemcpyHostToDevice = cudaMemcpyHostToDevice;
+static constexpr hipMemcpyKind hipMemcpyDeviceToHost = cudaMemcpyDeviceToHost;
+static constexpr hipMemcpyKind hipMemcpyDeviceToDevice = cudaMemcpyDeviceToDevice;
+static constexpr hipMemcpyKind hipMemcpyDefault = cudaMemcpyDefault;
+
 typedef cudaFuncAttribute hipFuncAttribute;
 static constexpr hipFuncAttribute hipFuncAttributeMaxDynamicSharedMemorySize =
     cudaFuncAttributeMaxDynamicSharedMemorySize;
@@ -72,7 +93,27 @@ static constexpr hipFuncAttribute hipFuncAttributeMaxDynamicSharedMemorySize =
 // Runtime API (host side), same signatures as HIP's.
 // ---------------------------------------------------------------------------
 static inline hipError_t hipGetLastError(void) { return cudaGetLastError(); }
+static inline const char* hipGetErrorString(hipError_t error) { return cudaGetErrorString(error); }
+static inline hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int device) { return cudaGetDeviceProperties(prop, device); }
+static inline hipError_t hipMemcpy(void* dst, const void* src, size_t size_bytes, hipMemcpyKind kind) {
+    return cudaMemcpy(dst, src, size_bytes, kind);
+}
+// HIP takes the kernel as `const void*` (its host-side stub), as CUDA's C API does.
+static inline hipError_t hipLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t shared_bytes = 0, hipStream_t stream = 0) {
+    return cudaLaunchKernel(func, grid, block, args, shared_bytes, stream);
+}
+template <class Kernel>
+static inline hipError_t hipOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, Kernel func, int block_size, size_t shared_bytes) {
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, func, block_size, shared_bytes);
+}
+static inline hipError_t hipMemset(void* dst, int value, size_t size_bytes) { return cudaMemset(dst, value, size_bytes); }
+static inline hipError_t hipMemcpyAsync(void* dst, const void* src, size_t size_bytes, hipMemcpyKind kind, hipStream_t stream = 0) {
+    return cudaMemcpyAsync(dst, src, size_bytes, kind, stream);
+}
 static inline hipError_t hipGetDevice(int* device) { return cudaGetDevice(device); }
+static inline hipError_t hipDeviceGetAttribute(int* value, hipDeviceAttribute_t attr, int device) {
+    return cudaDeviceGetAttribute(value, attr, device);
+}
 
 // Stream-ordered allocation (CUDA 11.2+).
 static inline hipError_t hipMallocAsync(void** dev_ptr, size_t size, hipStream_t stream) {

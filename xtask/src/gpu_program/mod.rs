@@ -30,7 +30,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::gpu_bundle::{self, pack, stubs};
 use crate::workspace::workspace_root;
-use programs::{CudaBuild, CudaSource, RocmBuild, PROGRAMS};
+use programs::{CudaBuild, CudaSource, Port, RocmBuild, PROGRAMS};
 
 #[derive(clap::Args)]
 pub struct ProgramArgs {
@@ -122,11 +122,38 @@ pub fn run(args: ProgramArgs) -> Result<std::process::ExitCode> {
 /// binaries copied into OUT (stripped when the row says so). Returns the copies.
 fn build_rocm(root: &Path, out: &Path, build: &RocmBuild, linked: &gpu_bundle::Linked) -> Result<Vec<PathBuf>> {
     let target = root.join("target/gpu-bundle");
-    if let Some(src) = build.ported_from {
-        let dir = root.join(build.manifest).parent().context("a manifest's folder")?.to_path_buf();
-        let ported = crate::port_crate::port(&root.join(src), &dir, root, Some(&root.join("generated")))?;
-        crate::tree::write_atomic(&ported.tree, &dir)?;
-        eprintln!("== {src} ported into {}:\n{}", dir.display(), ported.report);
+    let dir = root.join(build.manifest).parent().context("a manifest's folder")?.to_path_buf();
+    // the Candle release's kernels the kernels crate builds (generated/'s when none is named)
+    let mut kernels_dir = None;
+    match &build.ported_from {
+        None => {}
+        Some(Port::Repo(src)) => {
+            let ported = crate::port_crate::port(&root.join(src), &dir, root, Some(&root.join("generated")))?;
+            crate::tree::write_atomic(&ported.tree, &dir)?;
+            eprintln!("== {src} ported into {}:\n{}", dir.display(), ported.report);
+        }
+        Some(Port::Registry { crates, version, candle }) => {
+            let generated = root.join(format!("target/generated-{candle}"));
+            crate::regen::regen_release(candle, &generated)?;
+            let parent = dir.parent().context("a port's folder")?;
+            for name in *crates {
+                let src = crate::regen::upstream::registry_crate(name, version)?;
+                let into = parent.join(name);
+                let ported = crate::port_crate::port(&src, &into, root, Some(&generated))?;
+                crate::tree::write_atomic(&ported.tree, &into)?;
+                eprintln!("== {name} {version} ported into {}", into.display());
+            }
+            // OUT carries the release's kernels (and the manifest that says which units are
+            // the launchers' library) for hip-on-cuda/build-kernels.sh on the GPU machine
+            let carried = out.join(format!("candle-{candle}"));
+            if carried.exists() {
+                std::fs::remove_dir_all(&carried)?;
+            }
+            std::fs::create_dir_all(&carried)?;
+            step(Command::new("cp").arg("-r").arg(generated.join("kernels")).arg(&carried), "cp -r of the kernels")?;
+            copy(&generated.join("MANIFEST.toml"), &carried.join("MANIFEST.toml"))?;
+            kernels_dir = Some(generated.join("kernels"));
+        }
     }
     eprintln!("== {}: release, linked as the GPU bundle's binaries: {}", build.manifest, build.targets.names().join(" "));
     let mut cargo = niced_cargo();
@@ -136,6 +163,9 @@ fn build_rocm(root: &Path, out: &Path, build: &RocmBuild, linked: &gpu_bundle::L
     }
     cargo.args(build.targets.cargo_args());
     cargo.envs(linked.env.iter().map(|(k, v)| (*k, v.as_str())));
+    if let Some(kernels) = &kernels_dir {
+        cargo.env("CANDLE_ROCM_KERNELS_DIR", kernels);
+    }
     if build.own_kernels {
         let toolkit = cuda13::toolchain(root, &root.join(build.manifest))?;
         cargo.env(candle_rocm_build::HIP_ON_CUDA_VAR, "sm_90").env("NVCC", toolkit.home.join("bin/nvcc"));

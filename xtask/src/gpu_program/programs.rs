@@ -29,9 +29,20 @@ pub struct RocmBuild {
     /// as cubins for the H100 through hip-on-cuda (`CANDLE_ROCM_BUILD_HIP_ON_CUDA=sm_90`,
     /// nvcc from CUDA 13's toolchain), as hip-on-cuda/build-kernels.sh builds generated/kernels.
     pub own_kernels: bool,
-    /// A crate written for CUDA that `cargo xtask port-crate` ports first into the folder
-    /// of `manifest` (with generated/'s packages patched in).
-    pub ported_from: Option<&'static str>,
+    /// Crates written for CUDA that `cargo xtask port-crate` ports first: the last one into
+    /// the folder of `manifest`.
+    pub ported_from: Option<Port>,
+}
+
+/// Where the crates a ROCm build ports come from.
+pub enum Port {
+    /// A crate of this repository, ported against generated/.
+    Repo(&'static str),
+    /// crates.io packages of one version, ported in order (dependencies first, each beside
+    /// the folder of `manifest`, the last into it) against a regen of the Candle release
+    /// they depend on (into `target/generated-<candle>`, whose kernels the kernels crate
+    /// then builds and OUT carries for the GPU machine's nvcc build).
+    Registry { crates: &'static [&'static str], version: &'static str, candle: &'static str },
 }
 
 /// Where a stock CUDA build's sources come from.
@@ -321,7 +332,7 @@ pub const PROGRAMS: &[Program] = &[
             sonames: CANDLE_SONAMES,
             refused: &[],
             own_kernels: true,
-            ported_from: Some("tests/user-ffi-rotary"),
+            ported_from: Some(Port::Repo("tests/user-ffi-rotary")),
         }],
         cuda: None,
         host: &[],
@@ -339,7 +350,33 @@ pub const PROGRAMS: &[Program] = &[
         c_libraries: &[],
         xz: "-6 -T0",
     },
+    Program {
+        name: "mistralrs",
+        about: "mistral.rs 0.8.1's CLI (`mistralrs`): its five crates from crates.io ported by `cargo xtask port-crate` against \
+                a regen of Candle 0.10.2 into target/mistralrs-port, built with feature rocm (the ported crates' kernels as \
+                sm_90 cubins through hip-on-cuda, Candle 0.10.2's kernels carried in candle-0.10.2/ for the GPU machine's \
+                nvcc), and the made-up models' maker; run by bench/mistralrs/run.sh",
+        out: "device-carry/mistralrs",
+        rocm: &[RocmBuild {
+            manifest: "target/mistralrs-port/mistralrs-cli/Cargo.toml",
+            features: &["rocm"],
+            targets: Targets::Bins(&["mistralrs"]),
+            into: "rocm",
+            strip: true,
+            sonames: CANDLE_SONAMES,
+            refused: &[],
+            own_kernels: true,
+            ported_from: Some(Port::Registry { crates: MISTRALRS_CRATES, version: "0.8.1", candle: "0.10.2" }),
+        }],
+        cuda: None,
+        host: &[MAKE_MODELS],
+        c_libraries: &[],
+        xz: "-6 -T0",
+    },
 ];
+
+/// mistral.rs's crates on the way from its CUDA kernels to its CLI, dependencies first.
+pub const MISTRALRS_CRATES: &[&str] = &["mistralrs-quant", "mistralrs-paged-attn", "mistralrs-core", "mistralrs-server-core", "mistralrs-cli"];
 
 pub fn find(name: &str) -> Option<&'static Program> {
     PROGRAMS.iter().find(|p| p.name == name)
@@ -388,8 +425,12 @@ mod tests {
             assert!(names.insert(p.name), "{} twice", p.name);
             for r in p.rocm {
                 // a ported crate's manifest exists once port-crate has run: its source's then
-                let manifest = r.ported_from.map_or_else(|| root.join(r.manifest), |src| root.join(src).join("Cargo.toml"));
-                assert!(manifest.is_file(), "{}: {}", p.name, manifest.display());
+                match &r.ported_from {
+                    None => assert!(root.join(r.manifest).is_file(), "{}: {}", p.name, r.manifest),
+                    Some(Port::Repo(src)) => assert!(root.join(src).join("Cargo.toml").is_file(), "{}: {src}", p.name),
+                    // the registry's crates are fetched when the program is built
+                    Some(Port::Registry { crates, .. }) => assert!(r.manifest.ends_with(&format!("{}/Cargo.toml", crates.last().unwrap())), "{}", p.name),
+                }
             }
             if let Some(CudaBuild { source: CudaSource::Manifest(m), .. }) = &p.cuda {
                 assert!(root.join(m).is_file(), "{}: {m}", p.name);

@@ -114,6 +114,15 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `cargo xtask regen --candle-version VERSION --out OUT` (a port's Candle release).
+pub fn regen_release(version: &str, out: &Path) -> Result<()> {
+    let args = RegenArgs { candle_version: Some(version.to_string()), candle_src: None, out: Some(out.to_path_buf()), check: false };
+    if run(args)? != ExitCode::SUCCESS {
+        bail!("regen of Candle {version} into {} failed", out.display());
+    }
+    Ok(())
+}
+
 /// The output directory as regen compares it: every file but the packages' lock files.
 fn read_output(out_dir: &Path) -> Result<Tree> {
     let mut on_disk = tree::read_tree(out_dir)?;

@@ -196,6 +196,15 @@ pub fn registry_dir(name: &str, version: &str) -> Option<PathBuf> {
     indexes.into_iter().map(|i| i.join(format!("{name}-{version}"))).find(|d| d.join("Cargo.toml").is_file() && d.join(".cargo-ok").is_file())
 }
 
+/// The cargo registry's copy of the crates.io package `name` `version`, fetched when absent.
+pub fn registry_crate(name: &str, version: &str) -> Result<PathBuf> {
+    if let Some(dir) = registry_dir(name, version) {
+        return Ok(dir);
+    }
+    fetch(&[name], version)?;
+    registry_dir(name, version).with_context(|| format!("{name} {version} is not in the cargo registry after cargo fetch"))
+}
+
 /// `cargo fetch` of a throwaway manifest that depends on exactly `version`.
 pub fn fetch(names: &[&str], version: &str) -> Result<()> {
     let dir = tempfile::tempdir().context("creating a temporary directory")?;

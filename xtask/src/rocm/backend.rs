@@ -41,6 +41,11 @@ pub struct BackendArgs {
     /// release, in the GPU bundle's CPU run).
     #[arg(long, conflicts_with = "no_run")]
     libs_only: bool,
+    /// Build nothing: check these binaries' HIP/rocBLAS/rocRAND/RCCL imports against the
+    /// release's libraries (a crate ported with port-crate and built in the root, such
+    /// as mistral.rs's `mistralrs`).
+    #[arg(long, value_name = "BIN", num_args = 1.., conflicts_with_all = ["no_run", "libs_only"])]
+    check_imports: Vec<PathBuf>,
 }
 
 /// The packages built: manifest relative to the workspace root, `cargo test`
@@ -81,6 +86,10 @@ pub fn run(args: BackendArgs) -> Result<ExitCode> {
     let (releases, _) = Releases::load(&workspace)?;
     let release = releases.get(&args.rocm)?;
     let root = rocm::root::ensure(&args.rocm, None, None)?;
+    let libraries: Vec<PathBuf> = release.sonames.iter().map(|s| root.lib_dir().join(s)).collect();
+    if !args.check_imports.is_empty() {
+        return check_imports(&args.check_imports, &libraries, &args.rocm);
+    }
     let target_dir = root.dir.join("cargo-target");
     let mut binaries = Vec::new();
     for (manifest, selection, _) in packages(release, args.libs_only) {
@@ -89,12 +98,7 @@ pub fn run(args: BackendArgs) -> Result<ExitCode> {
         println!("{manifest}: {} test binaries built and linked in the ROCm {} root in {:.0} s", built.len(), args.rocm, start.elapsed().as_secs_f64());
         binaries.extend(built);
     }
-    let libraries: Vec<PathBuf> = release.sonames.iter().map(|s| root.lib_dir().join(s)).collect();
-    let report = rocm::abi::check(&binaries, &libraries)?;
-    print!("{report}");
-    if !report.is_complete() {
-        bail!("the built binaries import symbols ROCm {} does not export (above)", args.rocm);
-    }
+    check_imports(&binaries, &libraries, &args.rocm)?;
     for (manifest, selection, always) in packages(release, args.libs_only) {
         if (args.no_run || args.libs_only) && !always {
             continue;
@@ -102,6 +106,16 @@ pub fn run(args: BackendArgs) -> Result<ExitCode> {
         let start = Instant::now();
         cargo_tests(&root, &workspace, manifest, &selection, &target_dir, &args.archs, false)?;
         println!("{manifest}: test suite passed in the ROCm {} root in {:.0} s", args.rocm, start.elapsed().as_secs_f64());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The binaries' ROCm imports checked against the release's `libraries`; the report printed.
+fn check_imports(binaries: &[PathBuf], libraries: &[PathBuf], release: &str) -> Result<ExitCode> {
+    let report = rocm::abi::check(binaries, libraries)?;
+    print!("{report}");
+    if !report.is_complete() {
+        bail!("the built binaries import symbols ROCm {release} does not export (above)");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -66,6 +66,8 @@ pub fn write(path: &Path, dtype: GgmlDType, seed: u64) -> Result<()> {
         ("llama.attention.head_count", Value::U32(HEADS as u32)),
         ("llama.attention.head_count_kv", Value::U32(KV_HEADS as u32)),
         ("llama.block_count", Value::U32(BLOCKS as u32)),
+        // read by mistral.rs's loader (candle's quantized example does not ask)
+        ("llama.context_length", Value::U32(4096)),
         ("llama.embedding_length", Value::U32(HIDDEN as u32)),
         ("llama.rope.dimension_count", Value::U32(HEAD_DIM as u32)),
         ("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5)),

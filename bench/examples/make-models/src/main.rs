@@ -2,6 +2,7 @@
 //! (bench/examples/run-examples.sh).
 //!
 //!   make-models models DIR [SEED]     writes every model, the tokenizer and the image into DIR
+//!   make-models mistralrs DIR [SEED]  writes the models of the mistral.rs run (bench/mistralrs/run.sh) into DIR
 //!   make-models prompt N              prints the N-word prompt the runs use
 //!   make-models compare KIND CUDA_LOG ROCM_LOG [SKIP|ATOL]
 //!       KIND tokens (SKIP: words of the echoed prompt, or A:B), tensor or top5 (ATOL); prints one
@@ -66,6 +67,20 @@ fn make_models(dir: &Path, seed: u64) -> Result<()> {
     Ok(())
 }
 
+/// The mistral.rs run's models: the made-up Llama as a local model folder (`llama/`, with
+/// its tokenizer) and as GGUF Q4_K (`llama-q4k.gguf`, the same tokenizer taken from `llama/`).
+fn make_mistralrs_models(dir: &Path, seed: u64) -> Result<()> {
+    let llama = dir.join("llama");
+    std::fs::create_dir_all(&llama)?;
+    tokenizer::write(&llama.join("tokenizer.json"))?;
+    models::llama_mistralrs(&llama, seed, MISTRALRS_NEW_TOKENS)?;
+    gguf::write(&dir.join("llama-q4k.gguf"), candle_core::quantized::GgmlDType::Q4K, seed)?;
+    Ok(())
+}
+
+/// The tokens each mistral.rs run generates (generation_config.json's max_new_tokens).
+const MISTRALRS_NEW_TOKENS: usize = 128;
+
 fn read(p: &str) -> Result<String> {
     std::fs::read_to_string(p).with_context(|| format!("reading {p}"))
 }
@@ -77,6 +92,10 @@ fn main() -> Result<()> {
         ["models", dir, rest @ ..] => {
             let seed = rest.first().map_or(Ok(299792458), |s| s.parse()).context("SEED")?;
             make_models(&PathBuf::from(dir), seed)
+        }
+        ["mistralrs", dir, rest @ ..] => {
+            let seed = rest.first().map_or(Ok(299792458), |s| s.parse()).context("SEED")?;
+            make_mistralrs_models(&PathBuf::from(dir), seed)
         }
         ["prompt", n] => {
             println!("{}", tokenizer::prompt(n.parse()?));
@@ -107,6 +126,6 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-        _ => bail!("usage: make-models models DIR [SEED] | prompt N | compare tokens|tensor|top5 CUDA_LOG ROCM_LOG [SKIP|A:B|ATOL]"),
+        _ => bail!("usage: make-models models DIR [SEED] | mistralrs DIR [SEED] | prompt N | compare tokens|tensor|top5 CUDA_LOG ROCM_LOG [SKIP|A:B|ATOL]"),
     }
 }

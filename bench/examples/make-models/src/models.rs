@@ -147,20 +147,48 @@ fn split_checkpoint(dir: &Path, n: usize) -> Result<()> {
 /// The same tensors also as a checkpoint sharded over two files with its index, which
 /// `llama_multiprocess` reads (each rank takes its slices of every tensor).
 pub fn llama(dir: &Path, seed: u64) -> Result<()> {
-    let config = json!({
+    let config = llama_config();
+    llama_weights(dir, seed, &config)?;
+    split_checkpoint(dir, 2)?;
+    write_config(dir, &config)
+}
+
+/// The made-up Llama's config.json, as candle-transformers reads it.
+fn llama_config() -> serde_json::Value {
+    json!({
         "vocab_size": VOCAB_SIZE, "hidden_size": 512, "intermediate_size": 1536,
         "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4,
         "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "max_position_embeddings": 4096,
         "bos_token_id": null, "eos_token_id": null, "rope_scaling": null, "tie_word_embeddings": false,
-    });
+    })
+}
+
+/// The made-up Llama's model.safetensors.
+fn llama_weights(dir: &Path, seed: u64, config: &serde_json::Value) -> Result<()> {
     let cfg: llama::LlamaConfig = serde_json::from_value(config.clone())?;
     let heads = [Head { name: "lm_head.weight", scale: 4.0, zero_specials: true }];
     build(dir, "model.safetensors", seed, &heads, |vb| {
         llama::Llama::load(vb, &cfg.into_config(false))?;
         Ok(())
-    })?;
-    split_checkpoint(dir, 2)?;
-    write_config(dir, &config)
+    })
+}
+
+/// The same Llama as mistral.rs loads a local model folder (bench/mistralrs/run.sh): one
+/// model.safetensors (it would load every shard beside it too); config.json with what
+/// mistral.rs requires beyond candle-transformers (`hidden_act`, `architectures`);
+/// generation_config.json asking for greedy decoding (top-k 1) of `new_tokens` tokens; and
+/// a chat template that passes the user's words through unchanged (the made-up tokenizer
+/// has no chat words), so a chat request is the plain prompt.
+pub fn llama_mistralrs(dir: &Path, seed: u64, new_tokens: usize) -> Result<()> {
+    let mut config = llama_config();
+    llama_weights(dir, seed, &config)?;
+    config["hidden_act"] = json!("silu");
+    config["architectures"] = json!(["LlamaForCausalLM"]);
+    write_config(dir, &config)?;
+    let generation = json!({ "do_sample": false, "max_new_tokens": new_tokens });
+    std::fs::write(dir.join("generation_config.json"), serde_json::to_string_pretty(&generation)?)?;
+    std::fs::write(dir.join("chat_template.jinja"), "{% for message in messages %}{{ message['content'] }}{% endfor %}")?;
+    Ok(())
 }
 
 /// BERT (the `bert` example, F32): 2 layers, hidden 128, 4 heads, MLP 512. Small enough that
