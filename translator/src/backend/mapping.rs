@@ -139,6 +139,7 @@ pub const CUDA_MARKERS: &[&str] = &["cuda", "cudarc", "cublas", "curand", "nvrtc
 pub const UNMIRRORABLE_FEATURES: &[(&str, &str)] = &[
     ("cudnn", "cuDNN convolutions: the ROCm counterpart is MIOpen, which this backend does not bind; convolutions use the generated im2col/col2im kernels and rocBLAS"),
     ("cutile", "cuTile kernels are written in NVIDIA's tile language and have no HIP translation"),
+    ("flash-attn-v3", "FlashAttention 3 (candle-flash-attn-v3): Hopper-only kernels (wgmma, TMA, warp specialization) with no AMD counterpart; the flash attention of feature `flash-attn` or the unfused path serves instead"),
 ];
 
 /// Dependencies of the `cuda` features in upstream manifests and what the
