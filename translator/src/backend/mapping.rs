@@ -142,6 +142,13 @@ pub const UNMIRRORABLE_FEATURES: &[(&str, &str)] = &[
     ("flash-attn-v3", "FlashAttention 3 (candle-flash-attn-v3): Hopper-only kernels (wgmma, TMA, warp specialization) with no AMD counterpart; the flash attention of feature `flash-attn` or the unfused path serves instead"),
 ];
 
+/// NVIDIA's programs that CUDA code runs (rule `nvidia-tools`): a ROCm twin that
+/// still runs one is listed with this reason.
+pub const NVIDIA_TOOLS: &[(&str, &str)] = &[(
+    "nvidia-smi",
+    "runs nvidia-smi, NVIDIA's management program, which an AMD machine has not got (rocm-smi answers other questions in other words): this ROCm code fails where it runs it; mistralrs-core's `auto` dtype is chosen so, so give `--dtype` on AMD",
+)];
+
 /// Dependencies of the `cuda` features in upstream manifests and what the
 /// ROCm feature depends on instead (`cuda = ["cudarc", "dep:candle-kernels"]`
 /// → `rocm = ["dep:candle-rocm-hip", "dep:candle-rocm-kernels"]`).

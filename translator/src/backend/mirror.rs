@@ -10,7 +10,7 @@ use syn::visit_mut::VisitMut;
 use super::gaps::Gap;
 use super::pass::{self, FileState, Pass};
 use super::prune::Pruner;
-use super::{branch_twins, code_object_inputs, cuda_gates, device_predicates, elementwise_launches, field_inits, own_kernel_builds, rules, skip_without_device, twins, upstream_repairs, wave_launches};
+use super::{branch_twins, code_object_inputs, cuda_gates, device_predicates, elementwise_launches, field_inits, nvidia_tools, own_kernel_builds, rules, skip_without_device, twins, upstream_repairs, wave_launches};
 use crate::TranslateError;
 
 /// What runs on a mirrored file after the token rules ([`rules`]), in order.
@@ -39,6 +39,11 @@ pub const TWIN_PASSES: &[Pass] = &[
     } },
     Pass { name: "wave-launches", apply: |s, f| wave_launches::rewrite(s.label, s.file, f, false) },
     Pass { name: "own-kernel-builds", apply: |s, f| own_kernel_builds::rewrite(s.label, s.file, f) },
+    // listed, not rewritten: a count would make an unchanged file look twinned
+    Pass { name: "nvidia-tools", apply: |s, f| {
+        nvidia_tools::list(s.file, f, &mut s.gaps);
+        Ok(0)
+    } },
 ];
 
 /// A mirrored, twinned or copied source file.

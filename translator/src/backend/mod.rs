@@ -30,6 +30,7 @@ pub mod gaps;
 pub mod mapping;
 pub mod mirror;
 pub mod node_attrs;
+pub mod nvidia_tools;
 pub mod own_kernel_builds;
 pub mod package;
 pub mod pass;
