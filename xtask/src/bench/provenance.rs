@@ -36,6 +36,7 @@ pub const MEASURED_SOURCES: &[(&str, &[&str])] = &[
     ("collectives-*.tsv", &["rocm-runtime/hip", "hip-on-cuda", "bench/collectives"]),
     ("tensor-parallel*.tsv", &["generated", "rocm-runtime", "hip-on-cuda", "tests/tensor-parallel", "bench/collectives"]),
     ("user-custom-op-*.tsv", &["translator", "candle-rocm-build", "generated/candle-core", "rocm-runtime", "hip-on-cuda", "tests/user-custom-op"]),
+    ("mistralrs-*.tsv", &["translator", "xtask/src/regen", "xtask/src/port_crate.rs", "xtask/src/gpu_program", "candle-rocm-build", "rocm-runtime", "hip-on-cuda", "bench/mistralrs", "bench/examples/make-models"]),
     ("user-ffi-rotary-*.tsv", &["translator", "candle-rocm-build", "xtask/src/port_crate.rs", "generated/candle-core", "rocm-runtime", "hip-on-cuda", "tests/user-ffi-rotary"]),
 ];
 

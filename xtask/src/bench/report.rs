@@ -48,6 +48,7 @@ const KERNEL_BUILD: (&str, &str) = ("kernel-build.tsv", "cargo xtask bench kerne
 const KERNELS: (&str, &str) = ("kernels-h100.tsv", "the GPU machine: bench/kernels/run-kernel-bench.sh");
 const BACKEND: (&str, &str) = ("backend-h100.tsv", "the GPU machine: bench/backend/run-backend-bench.sh");
 const RELEASES: (&str, &str) = ("releases.tsv", "cargo xtask releases --record --checkout-of 0.10.2 --candle-src DIR");
+const MISTRALRS: (&str, &str) = ("mistralrs-gpu.tsv", "the GPU machine: bench/mistralrs/run.sh (built by cargo xtask gpu-program mistralrs)");
 const EXAMPLES: (&str, &str) = ("examples-h100.tsv", "the GPU machine: bench/examples/run-examples.sh (built by cargo xtask gpu-program examples-parity)");
 const EXAMPLES_FLASH_ATTN: (&str, &str) = (
     "examples-flash-attn-h100.tsv",
@@ -131,6 +132,14 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
             "`bench/examples/cases-multiprocess.tsv` (the CPU reference: the one-process llama example on the same weights)",
         )?,
         None => writeln!(md, "Not measured yet ({}).\n", EXAMPLES_MULTIPROCESS.1)?,
+    }
+    md.push_str("## mistral.rs on ROCm through hip-on-cuda, against its CPU backend\n\n");
+    match load(MISTRALRS.0)? {
+        Some(t) => {
+            md.push_str("mistral.rs 0.8.1's CLI ported by `port-crate` (docs/mistralrs.md), on the made-up Llama; each case on the GPU and on the same binary's CPU backend (f32 where the GPU case is bf16), greedy, 128 tokens, then both as servers teacher-forced along the CPU's words. A disagreement whose CPU margin is below the score differences is a near-tie. Speeds are mistral.rs's own, on a model too small to say anything about ROCm against CUDA.\n\n");
+            simple_section(&mut md, MISTRALRS, &t, &["case", "agree", "greedy", "teacher_forced_top1", "max_score_diff", "max_margin_at_difference", "rocm_prompt_tok_s", "rocm_decode_tok_s", "cpu_decode_tok_s"])?
+        }
+        None => writeln!(md, "Not measured yet ({}).\n", MISTRALRS.1)?,
     }
     super::numerics::section(&mut md, &results)?;
     super::collectives::section(&mut md, &results)?;

@@ -72,7 +72,7 @@ fn make_models(dir: &Path, seed: u64) -> Result<()> {
 fn make_mistralrs_models(dir: &Path, seed: u64) -> Result<()> {
     let llama = dir.join("llama");
     std::fs::create_dir_all(&llama)?;
-    tokenizer::write(&llama.join("tokenizer.json"))?;
+    tokenizer::write_byte_fallback(&llama.join("tokenizer.json"))?;
     models::llama_mistralrs(&llama, seed, MISTRALRS_NEW_TOKENS)?;
     gguf::write(&dir.join("llama-q4k.gguf"), candle_core::quantized::GgmlDType::Q4K, seed)?;
     Ok(())

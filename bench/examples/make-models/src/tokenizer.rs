@@ -23,6 +23,20 @@ pub fn prompt(n: usize) -> String {
 }
 
 pub fn write(path: &Path) -> Result<()> {
+    write_with_decoder(path, serde_json::Value::Null, " ")
+}
+
+/// The same tokenizer with a byte-fallback decoder, the shape of a SentencePiece tokenizer's:
+/// mistral.rs builds its token trie (llguidance's toktrie) only from a tokenizer whose
+/// decoder is byte-level or byte-fallback. Decoded words are fused (`t0001t0037`), which
+/// reads back as the same words (every word is 5 characters).
+pub fn write_byte_fallback(path: &Path) -> Result<()> {
+    let decoder = serde_json::json!({ "type": "Sequence", "decoders": [{ "type": "ByteFallback" }, { "type": "Fuse" }] });
+    write_with_decoder(path, decoder, "")
+}
+
+/// Writes the tokenizer with `decoder`; decoded words are joined by `joint`.
+fn write_with_decoder(path: &Path, decoder: serde_json::Value, joint: &str) -> Result<()> {
     let mut vocab = serde_json::Map::new();
     for (id, s) in SPECIALS.iter().enumerate() {
         vocab.insert(s.to_string(), id.into());
@@ -38,7 +52,7 @@ pub fn write(path: &Path) -> Result<()> {
         "normalizer": null,
         "pre_tokenizer": { "type": "WhitespaceSplit" },
         "post_processor": null,
-        "decoder": null,
+        "decoder": decoder,
         "model": { "type": "WordLevel", "vocab": vocab, "unk_token": "<unk>" },
     });
     std::fs::write(path, serde_json::to_string_pretty(&json)?)?;
@@ -47,7 +61,8 @@ pub fn write(path: &Path) -> Result<()> {
     let p = prompt(12);
     let enc = tok.encode(p.as_str(), true).map_err(anyhow::Error::msg)?;
     let back = tok.decode(enc.get_ids(), true).map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(back == p, "tokenizer round trip: {p:?} came back as {back:?}");
+    let want = p.split(' ').collect::<Vec<_>>().join(joint);
+    anyhow::ensure!(back == want, "tokenizer round trip: {p:?} came back as {back:?}");
     tok.get_vocab(true).get("</s>").context("</s> missing")?;
     Ok(())
 }
