@@ -172,7 +172,11 @@ fn run() -> Result<()> {
             Launchers::Static => {
                 let objects: Vec<&Path> = objects.iter().map(|j| j.output.as_path()).collect();
                 hip_build::build_script::archive(Some(&hipcc), &out_dir.join(format!("lib{STATIC_LIB}.a")), &objects)?;
-                println!("cargo:rustc-link-lib=static={STATIC_LIB}");
+                // without a kind, as upstream links its `libmoe.a` (`rustc-link-lib=moe`): not bundled
+                // into this crate's rlib but given to the linker after the native libraries of the
+                // crates that depend on this one, so that a crate with its own copy of a launcher
+                // (mistralrs-core's `moe_gemm_wmma`) links as it does on CUDA
+                println!("cargo:rustc-link-lib={STATIC_LIB}");
                 // The objects need only the HIP runtime (hipLaunchKernel, __hipRegisterFatBinary, …), not libstdc++:
                 // amdhip64 and its search path come from candle-rocm-hip.
             }
