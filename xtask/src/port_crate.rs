@@ -109,11 +109,11 @@ pub fn port(src: &Path, out: &Path, root: &Path, candle: Option<&Path>) -> Resul
     let refused: Vec<String> = failures.iter().map(|f| f.error.to_string()).collect();
     let compute_cap = translator::kernels::capability_without(failures.iter().map(|f| &f.error));
 
+    let siblings = ported_siblings(out)?;
     let paths = translator::backend::package::PackagePaths {
         rocm_crates: crate::regen::rocm_crate_paths(root, out.parent().unwrap_or(out)),
-        siblings: ported_siblings(out)?,
+        siblings: siblings.iter().map(|(name, s)| (name.clone(), s.dir.clone())).collect(),
     };
-    let siblings = paths.siblings.clone();
     let mut mirror = mirror_package_files(&files, &label, &manifest_text, &paths, BuildScript::Port).map_err(|e| anyhow!("{}: {e:#}", src.display()))?;
     let manifest = String::from_utf8(mirror.files["Cargo.toml"].clone())?;
     let candle = candle.map(absolute).transpose()?;
@@ -132,11 +132,20 @@ pub fn port(src: &Path, out: &Path, root: &Path, candle: Option<&Path>) -> Resul
     Ok(Ported { label, tree: mirror.files, report })
 }
 
-/// The crates ported beside `out` (directories next to it holding a [`REPORT`]): package
-/// name → path relative to `out`. A dependency on one of them becomes a path dependency
-/// on the twin, and its CUDA features are twinned (`mistralrs-quant/cuda` in
-/// `mistralrs-core`); port the dependencies first.
-fn ported_siblings(out: &Path) -> Result<BTreeMap<String, String>> {
+/// A crate ported beside the one being ported.
+struct Sibling {
+    /// Its directory, relative to `out` (`../mistralrs-quant`).
+    dir: String,
+    /// Its manifest's `[patch.crates-io]`: its paths are relative to a directory beside
+    /// `out`, so they hold from `out` too.
+    patches: toml::Table,
+}
+
+/// The crates ported beside `out` (directories next to it holding a [`REPORT`]), by package
+/// name. A dependency on one of them becomes a path dependency on the twin, and its CUDA
+/// features are twinned (`mistralrs-quant/cuda` in `mistralrs-core`); port the
+/// dependencies first.
+fn ported_siblings(out: &Path) -> Result<BTreeMap<String, Sibling>> {
     let mut siblings = BTreeMap::new();
     let Some(parent) = out.parent() else { return Ok(siblings) };
     let Ok(entries) = std::fs::read_dir(parent) else { return Ok(siblings) };
@@ -150,7 +159,8 @@ fn ported_siblings(out: &Path) -> Result<BTreeMap<String, String>> {
         let manifest: toml::Table = text.parse().with_context(|| format!("{}", manifest_path.display()))?;
         if let Some(name) = manifest.get("package").and_then(|p| p.get("name")).and_then(|n| n.as_str()) {
             let file_name = dir.file_name().context("a directory without a name")?.to_string_lossy();
-            siblings.insert(name.to_string(), format!("../{file_name}"));
+            let patches = manifest.get("patch").and_then(|p| p.get("crates-io")).and_then(|c| c.as_table()).cloned().unwrap_or_default();
+            siblings.insert(name.to_string(), Sibling { dir: format!("../{file_name}"), patches });
         }
     }
     Ok(siblings)
@@ -211,7 +221,7 @@ fn report(label: &str, mirror: &PackageMirror, kernels: usize, kernel_rules: &BT
 ///   takes the twins too.
 ///
 /// With `candle` given, some candle package must be among them.
-fn patch_crates_io(manifest: &str, out: &Path, candle: Option<&Path>, siblings: &BTreeMap<String, String>) -> Result<String> {
+fn patch_crates_io(manifest: &str, out: &Path, candle: Option<&Path>, siblings: &BTreeMap<String, Sibling>) -> Result<String> {
     let mut table: toml::Table = manifest.parse()?;
     let mut patches = toml::Table::new();
     let path_entry = |path: String| toml::Value::Table(toml::Table::from_iter([("path".to_string(), toml::Value::String(path))]));
@@ -221,14 +231,9 @@ fn patch_crates_io(manifest: &str, out: &Path, candle: Option<&Path>, siblings: 
             if let Some(candle) = candle.filter(|c| c.join(package).join("Cargo.toml").is_file()) {
                 patches.insert(package.to_string(), path_entry(relative(out, &candle.join(package)).display().to_string()));
             }
-            if let Some(dir) = siblings.get(package) {
-                patches.insert(package.to_string(), path_entry(dir.clone()));
-                // a sibling's paths are relative to a directory beside `out`: the same from here
-                let sibling_manifest = absolute(&out.join(dir))?.join("Cargo.toml");
-                let text = std::fs::read_to_string(&sibling_manifest).with_context(|| format!("{}", sibling_manifest.display()))?;
-                let sibling: toml::Table = text.parse().with_context(|| format!("{}", sibling_manifest.display()))?;
-                let inherited = sibling.get("patch").and_then(|p| p.get("crates-io")).and_then(|c| c.as_table());
-                for (name, entry) in inherited.into_iter().flatten() {
+            if let Some(sibling) = siblings.get(package) {
+                patches.insert(package.to_string(), path_entry(sibling.dir.clone()));
+                for (name, entry) in &sibling.patches {
                     patches.entry(name.clone()).or_insert_with(|| entry.clone());
                 }
             }
