@@ -60,8 +60,9 @@ cases=(
 
 # `speed LOG WHAT`: mistral.rs's `WHAT: N tokens, X T/s` rate
 speed() { sed -n "s/^$2: [0-9]* tokens, \([0-9.]*\) T\/s.*/\1/p" "$1" | tail -1; }
-# (rocm_env is an `env` prefix: the program is exec'd, so a background one's $! is its own pid)
-mistralrs() { "${rocm_env[@]}" RUST_LOG=error "$bin/rocm/mistralrs" --token-source none "$@"; }
+# the program and its environment (rocm_env is an `env` prefix: the program is exec'd, so a
+# background one's $! is its own pid)
+mistralrs=("${rocm_env[@]}" RUST_LOG=error "$bin/rocm/mistralrs" --token-source none)
 
 tsv=$out/mistralrs-gpu.tsv
 printf '# gpu: %s\n' "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" >"$tsv"
@@ -69,15 +70,14 @@ printf 'case\tagree\tgreedy\tteacher_forced_top1\tmax_score_diff\tmax_margin_at_
 base_port=${PORT:-8080}
 steps=${TF_STEPS:-32}
 
-# `serve LOG ARGS...`: a server in the background (pid in $served) that answers on the port of
-# ARGS' `-p`; waits until it does (a one-token completion), 0 when it does, 1 when it died first
+# `serve LOG PORT MODEL_ARGS...`: `mistralrs serve` on PORT in the background (pid in $served),
+# waited for until it answers (a one-token completion): 0 when it does, 1 when it died first
 serve() {
-  local log=$1 p
-  shift
-  p=$(sed -n 's/.* -p \([0-9]*\) .*/\1/p' <<<" $* ")
+  local log=$1 p=$2
+  shift 2
   # a server still answering there would be taken for this one
   if curl -s -o /dev/null "http://127.0.0.1:$p/"; then echo "port $p is taken" >"$log"; return 1; fi
-  "${rocm_env[@]}" RUST_LOG=error "$bin/rocm/mistralrs" --token-source none "$@" >"$log" 2>&1 &
+  "${mistralrs[@]}" serve -p "$p" --host 127.0.0.1 text "$@" >"$log" 2>&1 &
   served=$!
   for _ in $(seq 180); do
     curl -sf "http://127.0.0.1:$p/v1/completions" -H 'Content-Type: application/json' \
@@ -99,11 +99,11 @@ for c in "${cases[@]}"; do
   [[ -n ${CASES:-} && " $CASES " != *" $name "* ]] && continue
   cpu_args=${args/--dtype bf16/--dtype f32}
   # shellcheck disable=SC2086
-  mistralrs run -i "$prompt" text $args --paged-attn "$paged" \
+  "${mistralrs[@]}" run -i "$prompt" text $args --paged-attn "$paged" \
     >"$out/logs/$name.rocm.log" 2>&1
   rc_rocm=$?
   # shellcheck disable=SC2086
-  mistralrs run -i "$prompt" text $cpu_args --paged-attn off --cpu \
+  "${mistralrs[@]}" run -i "$prompt" text $cpu_args --paged-attn off --cpu \
     >"$out/logs/$name.cpu.log" 2>&1
   rc_cpu=$?
   if (( rc_rocm != 0 || rc_cpu != 0 )); then
@@ -113,10 +113,10 @@ for c in "${cases[@]}"; do
   fi
   # the same case through a GPU server and a CPU server, teacher-forced
   # shellcheck disable=SC2086
-  if serve "$out/logs/$name.server-rocm.log" serve -p "$port" --host 127.0.0.1 text $args --paged-attn "$paged"; then
+  if serve "$out/logs/$name.server-rocm.log" "$port" $args --paged-attn "$paged"; then
     rocm_server=$served
     # shellcheck disable=SC2086
-    if serve "$out/logs/$name.server-cpu.log" serve -p $((port + 1)) --host 127.0.0.1 text $cpu_args --paged-attn off --cpu; then
+    if serve "$out/logs/$name.server-cpu.log" $((port + 1)) $cpu_args --paged-attn off --cpu; then
       tf=$(python3 bench/mistralrs/teacher_forced.py "http://127.0.0.1:$((port + 1))" "http://127.0.0.1:$port" "$prompt" "$steps" 2>>"$out/logs/$name.server-cpu.log") \
         || tf="failed	NA	NA"
     else
