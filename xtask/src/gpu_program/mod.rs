@@ -239,6 +239,11 @@ fn build_cuda(root: &Path, out: &Path, build: &CudaBuild) -> Result<()> {
     }
     cargo.args(build.targets.cargo_args());
     cargo.envs(toolkit.env());
+    if !build.nvcc_include.is_empty() {
+        let dirs: Vec<String> = build.nvcc_include.iter().map(|d| format!("-I{}", root.join(d).display())).collect();
+        eprintln!("== nvcc searches first (NVCC_PREPEND_FLAGS): {}", dirs.join(" "));
+        cargo.env("NVCC_PREPEND_FLAGS", dirs.join(" "));
+    }
     if build.dao_flash_attn {
         cargo.envs(dao::prepare(root, out, &toolkit.home.join("bin/nvcc"))?.env);
     }
@@ -256,8 +261,8 @@ fn build_cuda(root: &Path, out: &Path, build: &CudaBuild) -> Result<()> {
     Ok(())
 }
 
-/// A crates.io package copied out of the registry into target/examples-parity/cuda-src
-/// (the registry is never written). The copy sits under this repository's workspace
+/// A crates.io package (fetched when absent) copied out of the registry into
+/// target/examples-parity/cuda-src (the registry is never written). The copy sits under this repository's workspace
 /// root: a `[workspace]` of its own keeps cargo from taking it as a member. Its files
 /// that regen repairs (rule `upstream-repairs`: code that does not compile against what
 /// the release pins, such as candle-examples' llama_multiprocess) get the same repairs,
@@ -276,8 +281,7 @@ fn registry_copy(root: &Path, name: &str, version: &str) -> Result<PathBuf> {
     if std::fs::read_to_string(src.join(".copied")).is_ok_and(|m| m == marker) {
         return Ok(src);
     }
-    let registry = crate::regen::upstream::registry_dir(name, version)
-        .with_context(|| format!("{crate_dir} is not in the cargo registry: run cargo xtask regen (it fetches it)"))?;
+    let registry = crate::regen::upstream::registry_crate(name, version)?;
     if src.exists() {
         std::fs::remove_dir_all(&src)?;
     }

@@ -54,7 +54,8 @@ pub enum CudaSource {
     Registry { name: &'static str, version: &'static str },
 }
 
-/// Stock crates.io Candle with feature `cuda` (CUDA 13.0's nvcc: `cuda13`).
+/// A stock build with feature `cuda` (CUDA 13.0's nvcc: `cuda13`): crates.io Candle, or an
+/// application over it (mistral.rs).
 pub struct CudaBuild {
     pub source: CudaSource,
     pub features: &'static [&'static str],
@@ -66,6 +67,9 @@ pub struct CudaBuild {
     /// Stock candle-flash-attn among the dependencies: its kernels compiled on the GPU
     /// machine, the binary linked here against a stub of their library (`dao`).
     pub dao_flash_attn: bool,
+    /// Folders of this repository nvcc searches first (NVCC_PREPEND_FLAGS), each a stated
+    /// shim for a source written for an older CUDA; the sources stay as published.
+    pub nvcc_include: &'static [&'static str],
 }
 
 /// A host program run on the GPU machine's CPU (release, no GPU feature).
@@ -159,6 +163,7 @@ pub const PROGRAMS: &[Program] = &[
             target_dir: "target/bench-backend/cuda-target",
             into: "",
             dao_flash_attn: false,
+            nvcc_include: &[],
         }),
         host: &[],
         c_libraries: &[CLibrary {
@@ -193,6 +198,7 @@ pub const PROGRAMS: &[Program] = &[
             target_dir: EXAMPLES_CUDA_TARGET,
             into: "",
             dao_flash_attn: true,
+            nvcc_include: &[],
         }),
         host: &[MAKE_MODELS],
         c_libraries: &[],
@@ -236,6 +242,7 @@ pub const PROGRAMS: &[Program] = &[
             target_dir: EXAMPLES_CUDA_TARGET,
             into: "cuda",
             dao_flash_attn: false,
+            nvcc_include: &[],
         }),
         host: &[MAKE_MODELS],
         c_libraries: &[],
@@ -259,6 +266,7 @@ pub const PROGRAMS: &[Program] = &[
             target_dir: EXAMPLES_CUDA_TARGET,
             into: "cuda",
             dao_flash_attn: true,
+            nvcc_include: &[],
         }),
         host: &[MAKE_MODELS],
         c_libraries: &[],
@@ -289,6 +297,7 @@ pub const PROGRAMS: &[Program] = &[
             target_dir: "target/bench-backend/cuda-target",
             into: "",
             dao_flash_attn: true,
+            nvcc_include: &[],
         }),
         host: &[],
         c_libraries: &[],
@@ -355,7 +364,8 @@ pub const PROGRAMS: &[Program] = &[
         about: "mistral.rs 0.8.1's CLI (`mistralrs`): its five crates from crates.io ported by `cargo xtask port-crate` against \
                 a regen of Candle 0.10.2 into target/mistralrs-port, built with feature rocm (the ported crates' kernels as \
                 sm_90 cubins through hip-on-cuda, Candle 0.10.2's kernels carried in candle-0.10.2/ for the GPU machine's \
-                nvcc), and the made-up models' maker; run by bench/mistralrs/run.sh",
+                nvcc), the stock CLI with feature cuda (cuda/; CUB's iterators that CUDA 13 removed from \
+                hip-on-cuda/cccl2-iterators), and the made-up models' maker; run by bench/mistralrs/run.sh",
         out: "device-carry/mistralrs",
         rocm: &[RocmBuild {
             manifest: "target/mistralrs-port/mistralrs-cli/Cargo.toml",
@@ -368,10 +378,21 @@ pub const PROGRAMS: &[Program] = &[
             own_kernels: true,
             ported_from: Some(Port::Registry { crates: MISTRALRS_CRATES, version: "0.8.1", candle: "0.10.2" }),
         }],
-        cuda: None,
+        cuda: Some(CudaBuild {
+            source: CudaSource::Registry { name: "mistralrs-cli", version: "0.8.1" },
+            features: &["cuda"],
+            targets: Targets::Bins(&["mistralrs"]),
+            target_dir: "target/mistralrs-cuda",
+            into: "cuda",
+            dao_flash_attn: false,
+            // mistralrs-quant's ops.cu names two CUB iterators that CUDA 13 removed
+            nvcc_include: &["hip-on-cuda/cccl2-iterators"],
+        }),
         host: &[MAKE_MODELS],
         c_libraries: &[],
-        xz: "-6 -T0",
+        // the ROCm and the CUDA binary share most of their bytes (mistral.rs's Rust code): one stream
+        // with a window larger than both stores the second mostly as references to the first
+        xz: "--lzma2=preset=9,dict=256MiB -T1",
     },
 ];
 
@@ -434,6 +455,9 @@ mod tests {
             }
             if let Some(CudaBuild { source: CudaSource::Manifest(m), .. }) = &p.cuda {
                 assert!(root.join(m).is_file(), "{}: {m}", p.name);
+            }
+            for dir in p.cuda.iter().flat_map(|c| c.nvcc_include) {
+                assert!(root.join(dir).is_dir(), "{}: {dir}", p.name);
             }
             for h in p.host {
                 assert!(root.join(h.manifest).is_file(), "{}: {}", p.name, h.manifest);

@@ -188,7 +188,6 @@ fn cargo_home() -> PathBuf {
 
 /// `$CARGO_HOME/registry/src/<index>/<name>-<version>` (first index, sorted),
 /// only when cargo finished unpacking it (it writes `.cargo-ok` last).
-/// `<cargo home>/registry/src/*/<name>-<version>`, when fully unpacked there.
 pub fn registry_dir(name: &str, version: &str) -> Option<PathBuf> {
     let src = cargo_home().join("registry/src");
     let mut indexes: Vec<PathBuf> = std::fs::read_dir(src).ok()?.flatten().map(|e| e.path()).collect();
