@@ -8,13 +8,16 @@
 #      translate every kernel unit and compile it with ROCm 7.2's hipcc for ARCHS (default gfx942,gfx1100,gfx1201;
 #      the units PORTED.md lists as NVIDIA-only are left out with a warning naming the construct), Candle's own
 #      kernels from the regenerated release; linked against 7.2's libraries;
-#   4. the binary's HIP/rocBLAS/rocRAND imports checked against what 7.2's libraries export.
+#   4. the binary's HIP/rocBLAS/rocRAND imports checked against what 7.2's libraries export;
+#   5. every kernel of the three CUDA crates present for each arch: the kernels of their stock CUDA build
+#      (tests/fixtures/cuda-kernels-mistralrs-0.8.1.txt, written by `cargo xtask ported-kernels --record` from
+#      the build `cargo xtask gpu-program mistralrs` makes) against those of the objects hipcc compiled here.
 #
-#   tools/mistralrs-port-check.sh [ARCHS]       the four steps
+#   tools/mistralrs-port-check.sh [ARCHS]       the five steps
 #   tools/mistralrs-port-check.sh --ports-only  steps 1 and 2 (CI runs this)
 #
-# Steps 3 and 4 are long (the kernels take most of it on 2 cores), so not in CI; CI also compiles these crates'
-# kernel units with the host's hipcc (cargo xtask corpus --sample --compile). Steps 3 and 4 need root, debootstrap
+# Steps 3 to 5 are long (the kernels take most of it on 2 cores), so not in CI; CI also compiles these crates'
+# kernel units with the host's hipcc (cargo xtask corpus --sample --compile). Steps 3 to 5 need root, debootstrap
 # and hipcc (apt-get install -y hipcc debootstrap); all need crates.io (or the crates in the cargo home).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,4 +49,5 @@ kernels=$PWD/target/generated-0.10.2/kernels
     "$root_cargo" cargo build --features rocm --offline --bin mistralrs)
 t2=$(stamp)
 cargo xtask rocm-backend --rocm 7.2 --check-imports target/mistralrs-port/target/debug/mistralrs
+cargo xtask ported-kernels --check target/mistralrs-port/target --reference tests/fixtures/cuda-kernels-mistralrs-0.8.1.txt --archs "$archs"
 echo "== wall times (s): regen and ports $((t1-t0)), root and mistralrs built in it $((t2-t1))"

@@ -29,6 +29,7 @@ mod gpu_bundle;
 mod gpu_program;
 mod kernel_warnings;
 mod port_crate;
+mod ported_kernels;
 mod quick_start;
 mod regen;
 mod releases;
@@ -77,6 +78,9 @@ enum Command {
     /// Port a Candle extension crate written for CUDA (kernels, extern "C" launchers, a cudaforge/bindgen_cuda
     /// build script, FFI in cuda_fwd) to its ROCm twin of the same name, and list what the rules leave out.
     PortCrate(port_crate::PortArgs),
+    /// Every kernel of a CUDA crate's stock build present, per AMD arch, in its ported twin's build
+    /// (--record the stock build's kernels into a fixture, --check a ported build against it).
+    PortedKernels(ported_kernels::PortedKernelsArgs),
     /// The kernel translator on CUDA it was not written against (Candle's releases, mistral.rs's crates, vLLM's
     /// csrc): per kernel unit translated, refused as NVIDIA-only, needing a library, or "no rule"; --compile compiles.
     Corpus(corpus::CorpusArgs),
@@ -107,6 +111,7 @@ fn main() -> ExitCode {
         Command::RocmBackend(args) => rocm::backend::run(args),
         Command::Releases(args) => releases::run(args),
         Command::PortCrate(args) => port_crate::run(args),
+        Command::PortedKernels(args) => ported_kernels::run(args),
         Command::Corpus(args) => corpus::run(args),
         Command::QuickStart(args) => quick_start::run(args),
         Command::Bench(command) => bench::run(command),

@@ -1,0 +1,282 @@
+//! `cargo xtask ported-kernels`: every kernel of a CUDA crate's build present in its ported
+//! twin's AMD build, per arch (docs/mistralrs.md).
+//!
+//! * `--record CUDA_TARGET --crates A,B --out FIXTURE` reads, with CUDA's cuobjdump, the
+//!   kernels of the static libraries the stock build's build scripts made (cudaforge's
+//!   `build_lib`: one object per kernel unit, `UNIT-HASH.o`) and writes them as
+//!   `kernel CRATE/UNIT NAME` lines, the format of `hip_build::kernel_names::Reference`.
+//! * `--check TARGET --reference FIXTURE --archs A,B` reads the kernels (`NAME.kd`) of each
+//!   arch in every host object the ported build scripts compiled with hipcc
+//!   (candle-rocm-build's `build_lib`, one object per unit) and compares.
+//!
+//! Kernel names compare demangled (c++filt), the CUDA side's through the translator's own
+//! identifier renames (`__nv_bfloat16` is `candle_bf16` on AMD), so a template instance
+//! matches its translation. A unit the AMD build does not compile (a build script's
+//! compute-capability gate: Marlin, fp8, WMMA) is listed as left out; a kernel missing from
+//! a unit it compiles fails the check, for each arch.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+use anyhow::{bail, Context, Result};
+use hip_build::kernel_names::{kernel_parity, Reference};
+
+use crate::workspace::workspace_root;
+
+#[derive(clap::Args)]
+pub struct PortedKernelsArgs {
+    /// A stock CUDA build's target directory (release): write its kernels to --out.
+    #[arg(long, value_name = "CUDA_TARGET", conflicts_with = "check", requires_all = ["crates", "out"])]
+    record: Option<PathBuf>,
+    /// The crates whose build scripts' libraries are read.
+    #[arg(long, value_delimiter = ',')]
+    crates: Vec<String>,
+    /// The fixture --record writes.
+    #[arg(long, value_name = "FIXTURE")]
+    out: Option<PathBuf>,
+    /// The ported build's target directory (debug or release, built for --archs): check it.
+    #[arg(long, value_name = "TARGET", requires_all = ["reference", "archs"])]
+    check: Option<PathBuf>,
+    /// The fixture --record wrote.
+    #[arg(long, value_name = "FIXTURE")]
+    reference: Option<PathBuf>,
+    /// The AMD arches the ported build compiled.
+    #[arg(long, value_delimiter = ',')]
+    archs: Vec<String>,
+    /// CUDA's cuobjdump (default: the one gpu-program unpacks, target/bench-backend/cuda13).
+    #[arg(long)]
+    cuobjdump: Option<PathBuf>,
+}
+
+pub fn run(args: PortedKernelsArgs) -> Result<ExitCode> {
+    let root = workspace_root();
+    if let Some(target) = &args.record {
+        let cuobjdump = args.cuobjdump.clone().unwrap_or_else(|| root.join("target/bench-backend/cuda13/root/nvidia/cu13/bin/cuobjdump"));
+        let out = args.out.as_ref().expect("clap requires --out");
+        let mut text = format!(
+            "# The kernels of the stock CUDA build's static libraries ({}): the reference of the ported AMD build.\n\
+             # Written by cargo xtask ported-kernels --record TARGET --crates {} --out FILE (cuobjdump -res-usage).\n",
+            target.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            args.crates.join(",")
+        );
+        let mut count = 0;
+        for krate in &args.crates {
+            for (unit, names) in cuda_kernels(&cuobjdump, target, krate)? {
+                for name in names {
+                    text.push_str(&format!("kernel {krate}/{unit} {name}\n"));
+                    count += 1;
+                }
+            }
+        }
+        crate::tree::write_file_atomic(out, text.as_bytes())?;
+        println!("{count} kernels of {} written to {}", args.crates.join(", "), out.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(target) = &args.check else { bail!("--record or --check") };
+    let path = args.reference.as_ref().expect("clap requires --reference");
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let reference = Reference::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let reference = translated(&reference)?;
+    let crates: BTreeSet<&str> = reference.kernels.keys().filter_map(|m| m.split_once('/')).map(|(c, _)| c).collect();
+    let mut complete = true;
+    for arch in &args.archs {
+        let mut found = BTreeMap::new();
+        for krate in &crates {
+            for (unit, names) in amd_kernels(target, krate, arch)? {
+                found.insert(format!("{krate}/{unit}"), names);
+            }
+        }
+        let built: Reference = Reference { kernels: reference.kernels.iter().filter(|(m, _)| found.contains_key(*m)).map(|(m, k)| (m.clone(), k.clone())).collect(), launchers: BTreeSet::new() };
+        let left_out: Vec<&String> = reference.kernels.keys().filter(|m| !found.contains_key(*m)).collect();
+        let report = kernel_parity(&built, &found);
+        let extra: usize = found.iter().map(|(m, names)| names.len().saturating_sub(built.kernels.get(m).map_or(0, BTreeSet::len))).sum();
+        println!(
+            "{arch}: {}/{} kernels of the {} units both builds compile; {} units the AMD build leaves out ({}); {extra} kernels the CUDA build lacks",
+            report.present,
+            report.total,
+            built.kernels.len(),
+            left_out.len(),
+            left_out.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
+        );
+        for missing in &report.missing {
+            println!("  missing on {arch}: {missing}");
+        }
+        complete &= report.missing.is_empty();
+    }
+    Ok(if complete { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `<target>/{release,debug}/build/<crate>-<hash>/out`: the build script's output folders.
+fn out_dirs(target: &Path, krate: &str) -> Result<Vec<PathBuf>> {
+    let mut dirs = Vec::new();
+    for profile in ["release", "debug"] {
+        let build = target.join(profile).join("build");
+        let Ok(entries) = std::fs::read_dir(&build) else { continue };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let is_crate = name.strip_prefix(krate).and_then(|rest| rest.strip_prefix('-')).is_some_and(|h| h.chars().all(|c| c.is_ascii_hexdigit()));
+            if is_crate && e.path().join("out").is_dir() {
+                dirs.push(e.path().join("out"));
+            }
+        }
+    }
+    if dirs.is_empty() {
+        bail!("{}: no build-script output of {krate} (build it first)", target.display());
+    }
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// A unit's name from its object's file name: `afq-0123abcd.o` (cudaforge) or `afq.o`.
+fn unit_of(file: &str) -> String {
+    let stem = file.strip_suffix(".o").unwrap_or(file);
+    match stem.rsplit_once('-') {
+        Some((unit, hash)) if hash.len() >= 8 && hash.chars().all(|c| c.is_ascii_hexdigit()) => unit.to_string(),
+        _ => stem.to_string(),
+    }
+}
+
+/// Unit → kernels (mangled) of `krate`'s static libraries in the stock CUDA build.
+fn cuda_kernels(cuobjdump: &Path, target: &Path, krate: &str) -> Result<BTreeMap<String, BTreeSet<String>>> {
+    let mut units: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for out in out_dirs(target, krate)? {
+        let mut libs: Vec<PathBuf> = std::fs::read_dir(&out)?.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "a")).collect();
+        libs.sort();
+        for lib in libs {
+            let output = Command::new(cuobjdump).arg("-res-usage").arg(&lib).output().with_context(|| format!("running {}", cuobjdump.display()))?;
+            if !output.status.success() {
+                bail!("cuobjdump -res-usage {} failed: {}", lib.display(), String::from_utf8_lossy(&output.stderr).lines().next().unwrap_or(""));
+            }
+            units.extend(parse_res_usage(&String::from_utf8_lossy(&output.stdout)).into_iter().map(|(unit, names)| (unit, names)));
+        }
+    }
+    Ok(units)
+}
+
+/// cuobjdump -res-usage of an archive: `member LIB:UNIT-HASH.o:` lines, then ` Function NAME:`.
+fn parse_res_usage(text: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut units: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut unit = None;
+    for line in text.lines() {
+        if let Some(member) = line.strip_prefix("member ") {
+            let file = member.trim_end_matches(':').rsplit(':').next().unwrap_or("");
+            unit = Some(unit_of(file));
+        } else if let (Some(name), Some(u)) = (line.trim_start().strip_prefix("Function ").map(|n| n.trim_end_matches(':')), &unit) {
+            units.entry(u.clone()).or_default().insert(name.to_string());
+        }
+    }
+    units
+}
+
+/// Unit → kernels (demangled) of `arch` in the host objects hipcc compiled for `krate`.
+fn amd_kernels(target: &Path, krate: &str, arch: &str) -> Result<BTreeMap<String, BTreeSet<String>>> {
+    let mut units: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for out in out_dirs(target, krate)? {
+        for object in objects(&out)? {
+            // nvcc's objects of a hip-on-cuda build carry no AMD bundle
+            if hip_build::code_object::bundle_targets(&object).is_err() {
+                continue;
+            }
+            let names = hip_build::code_object::kernel_symbols(&object, arch).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let file = object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            units.entry(unit_of(&file)).or_default().extend(demangle(&names.into_iter().collect::<Vec<_>>())?);
+        }
+    }
+    Ok(units)
+}
+
+/// The `.o` files below `dir`, except nvcc's (`hip-on-cuda/`).
+fn objects(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)?.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if p.file_name().is_some_and(|n| n != "hip-on-cuda") {
+                    stack.push(p);
+                }
+            } else if p.extension().is_some_and(|x| x == "o") {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The reference's kernels demangled, then renamed as the translator renames identifiers.
+fn translated(reference: &Reference) -> Result<Reference> {
+    let mut kernels = BTreeMap::new();
+    for (module, names) in &reference.kernels {
+        let names: Vec<String> = names.iter().cloned().collect();
+        kernels.insert(module.clone(), demangle(&names)?.into_iter().map(|n| rename_identifiers(&n)).collect());
+    }
+    Ok(Reference { kernels, launchers: reference.launchers.clone() })
+}
+
+/// Each identifier of `name` renamed by the translator's table (`IDENTIFIERS`).
+fn rename_identifiers(name: &str) -> String {
+    let renames: BTreeMap<&str, &str> = translator::kernels::mapping::IDENTIFIERS.iter().copied().collect();
+    let mut out = String::with_capacity(name.len());
+    let mut word = String::new();
+    for c in name.chars().chain(std::iter::once('\0')) {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        out.push_str(renames.get(word.as_str()).copied().unwrap_or(&word));
+        word.clear();
+        if c != '\0' {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// c++filt over `names`, one line each (a name that is not mangled comes back as it is).
+fn demangle(names: &[String]) -> Result<BTreeSet<String>> {
+    if names.is_empty() {
+        return Ok(BTreeSet::new());
+    }
+    let mut child = Command::new("c++filt").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().context("running c++filt (binutils)")?;
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("piped");
+        stdin.write_all(names.join("\n").as_bytes())?;
+        stdin.write_all(b"\n")?;
+    }
+    let output = child.wait_with_output()?;
+    if !output.status.success() {
+        bail!("c++filt failed");
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).lines().map(str::to_string).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn res_usage_gives_units_and_their_kernels() {
+        let text = "\nmember /t/out/libx.a:copy_blocks_kernel-4ca37ef12df967b9.o:\n\nResource usage:\n Common:\n  GLOBAL:0\n Function copy_blocks_kernel_bf16:\n  REG:16\n Function _Z1kI13__nv_bfloat16EvPT_:\n  REG:8\nmember /t/out/libx.a:afq.o:\n Function afq_f32:\n";
+        let units = parse_res_usage(text);
+        assert_eq!(units.keys().collect::<Vec<_>>(), ["afq", "copy_blocks_kernel"]);
+        assert_eq!(units["copy_blocks_kernel"].len(), 2);
+        assert!(units["afq"].contains("afq_f32"));
+    }
+
+    #[test]
+    fn cuda_type_names_become_the_translated_ones() {
+        assert_eq!(rename_identifiers("void k<__nv_bfloat16>(__nv_bfloat16 const*, float)"), "void k<candle_bf16>(candle_bf16 const*, float)");
+        assert_eq!(rename_identifiers("x__nv_bfloat16"), "x__nv_bfloat16");
+    }
+
+    #[test]
+    fn units_lose_cudaforge_hashes_only() {
+        assert_eq!(unit_of("afq-0123456789abcdef.o"), "afq");
+        assert_eq!(unit_of("marlin-repack.o"), "marlin-repack");
+        assert_eq!(unit_of("ops.o"), "ops");
+    }
+}
