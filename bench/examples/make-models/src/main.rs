@@ -3,6 +3,7 @@
 //!
 //!   make-models models DIR [SEED]     writes every model, the tokenizer and the image into DIR
 //!   make-models mistralrs DIR [SEED]  writes the models of the mistral.rs run (bench/mistralrs/run.sh) into DIR
+//!   make-models mistralrs-speed DIR [SEED]  the same models, 0.73B weights (its speed runs)
 //!   make-models prompt N              prints the N-word prompt the runs use
 //!   make-models compare KIND CUDA_LOG ROCM_LOG [SKIP|ATOL]
 //!       KIND tokens (SKIP: words of the echoed prompt, or A:B), tensor or top5 (ATOL); prints one
@@ -33,10 +34,10 @@ fn make_models(dir: &Path, seed: u64) -> Result<()> {
         println!("{what:<34} {:>6.2} s", start.elapsed().as_secs_f64())
     };
     let t = std::time::Instant::now();
-    gguf::write(&dir.join("llama-q4k.gguf"), candle_core::quantized::GgmlDType::Q4K, seed)?;
+    gguf::write(&dir.join("llama-q4k.gguf"), candle_core::quantized::GgmlDType::Q4K, seed, models::LLAMA_SMALL)?;
     step("llama-q4k.gguf", t);
     let t = std::time::Instant::now();
-    gguf::write(&dir.join("llama-q8_0.gguf"), candle_core::quantized::GgmlDType::Q8_0, seed)?;
+    gguf::write(&dir.join("llama-q8_0.gguf"), candle_core::quantized::GgmlDType::Q8_0, seed, models::LLAMA_SMALL)?;
     step("llama-q8_0.gguf", t);
     for (name, make) in [
         ("qwen3", models::qwen3 as fn(&Path, u64) -> Result<()>),
@@ -67,14 +68,15 @@ fn make_models(dir: &Path, seed: u64) -> Result<()> {
     Ok(())
 }
 
-/// The mistral.rs run's models: the made-up Llama as a local model folder (`llama/`, with
-/// its tokenizer) and as GGUF Q4_K (`llama-q4k.gguf`, the same tokenizer taken from `llama/`).
-fn make_mistralrs_models(dir: &Path, seed: u64) -> Result<()> {
+/// A mistral.rs run's models: a made-up Llama of `shape` as a local model folder (`llama/`,
+/// with its tokenizer) and as GGUF Q4_K (`llama-q4k.gguf`, the same tokenizer taken from
+/// `llama/`).
+fn make_mistralrs_models(dir: &Path, seed: u64, shape: models::LlamaShape) -> Result<()> {
     let llama = dir.join("llama");
     std::fs::create_dir_all(&llama)?;
     tokenizer::write_byte_fallback(&llama.join("tokenizer.json"))?;
-    models::llama_mistralrs(&llama, seed, MISTRALRS_NEW_TOKENS)?;
-    gguf::write(&dir.join("llama-q4k.gguf"), candle_core::quantized::GgmlDType::Q4K, seed)?;
+    models::llama_mistralrs(&llama, seed, shape, MISTRALRS_NEW_TOKENS)?;
+    gguf::write(&dir.join("llama-q4k.gguf"), candle_core::quantized::GgmlDType::Q4K, seed, shape)?;
     Ok(())
 }
 
@@ -93,9 +95,10 @@ fn main() -> Result<()> {
             let seed = rest.first().map_or(Ok(299792458), |s| s.parse()).context("SEED")?;
             make_models(&PathBuf::from(dir), seed)
         }
-        ["mistralrs", dir, rest @ ..] => {
+        [size @ ("mistralrs" | "mistralrs-speed"), dir, rest @ ..] => {
             let seed = rest.first().map_or(Ok(299792458), |s| s.parse()).context("SEED")?;
-            make_mistralrs_models(&PathBuf::from(dir), seed)
+            let shape = if *size == "mistralrs" { models::LLAMA_SMALL } else { models::LLAMA_SPEED };
+            make_mistralrs_models(&PathBuf::from(dir), seed, shape)
         }
         ["prompt", n] => {
             println!("{}", tokenizer::prompt(n.parse()?));
@@ -126,6 +129,6 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-        _ => bail!("usage: make-models models DIR [SEED] | mistralrs DIR [SEED] | prompt N | compare tokens|tensor|top5 CUDA_LOG ROCM_LOG [SKIP|A:B|ATOL]"),
+        _ => bail!("usage: make-models models DIR [SEED] | mistralrs|mistralrs-speed DIR [SEED] | prompt N | compare tokens|tensor|top5 CUDA_LOG ROCM_LOG [SKIP|A:B|ATOL]"),
     }
 }

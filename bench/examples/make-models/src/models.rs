@@ -147,17 +147,42 @@ fn split_checkpoint(dir: &Path, n: usize) -> Result<()> {
 /// The same tensors also as a checkpoint sharded over two files with its index, which
 /// `llama_multiprocess` reads (each rank takes its slices of every tensor).
 pub fn llama(dir: &Path, seed: u64) -> Result<()> {
-    let config = llama_config();
+    let config = llama_config(LLAMA_SMALL);
     llama_weights(dir, seed, &config)?;
     split_checkpoint(dir, 2)?;
     write_config(dir, &config)
 }
 
+/// A made-up Llama's size.
+#[derive(Clone, Copy)]
+pub struct LlamaShape {
+    pub hidden: usize,
+    pub intermediate: usize,
+    pub layers: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+}
+
+/// The made-up Llama of the parity runs: 4 layers, hidden 512, 8 heads of 64, 4 KV heads,
+/// MLP 1536 (about 13M weights).
+pub const LLAMA_SMALL: LlamaShape = LlamaShape { hidden: 512, intermediate: 1536, layers: 4, heads: 8, kv_heads: 4 };
+
+/// The made-up Llama of the mistral.rs speed runs, large enough that a GPU's time goes to
+/// matrix work rather than launches: 16 layers, hidden 2048, 32 heads of 64, 8 KV heads,
+/// MLP 5632 (TinyLlama's widths; about 0.73B weights, 2.9 GB in F32).
+pub const LLAMA_SPEED: LlamaShape = LlamaShape { hidden: 2048, intermediate: 5632, layers: 16, heads: 32, kv_heads: 8 };
+
+impl LlamaShape {
+    pub fn head_dim(&self) -> usize {
+        self.hidden / self.heads
+    }
+}
+
 /// The made-up Llama's config.json, as candle-transformers reads it.
-fn llama_config() -> serde_json::Value {
+fn llama_config(shape: LlamaShape) -> serde_json::Value {
     json!({
-        "vocab_size": VOCAB_SIZE, "hidden_size": 512, "intermediate_size": 1536,
-        "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4,
+        "vocab_size": VOCAB_SIZE, "hidden_size": shape.hidden, "intermediate_size": shape.intermediate,
+        "num_hidden_layers": shape.layers, "num_attention_heads": shape.heads, "num_key_value_heads": shape.kv_heads,
         "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "max_position_embeddings": 4096,
         "bos_token_id": null, "eos_token_id": null, "rope_scaling": null, "tie_word_embeddings": false,
     })
@@ -173,14 +198,14 @@ fn llama_weights(dir: &Path, seed: u64, config: &serde_json::Value) -> Result<()
     })
 }
 
-/// The same Llama as mistral.rs loads a local model folder (bench/mistralrs/run.sh): one
+/// A made-up Llama as mistral.rs loads a local model folder (bench/mistralrs/run.sh): one
 /// model.safetensors (it would load every shard beside it too); config.json with what
 /// mistral.rs requires beyond candle-transformers (`hidden_act`, `architectures`);
 /// generation_config.json asking for greedy decoding (top-k 1) of `new_tokens` tokens; and
 /// a chat template that passes the user's words through unchanged (the made-up tokenizer
 /// has no chat words), so a chat request is the plain prompt.
-pub fn llama_mistralrs(dir: &Path, seed: u64, new_tokens: usize) -> Result<()> {
-    let mut config = llama_config();
+pub fn llama_mistralrs(dir: &Path, seed: u64, shape: LlamaShape, new_tokens: usize) -> Result<()> {
+    let mut config = llama_config(shape);
     llama_weights(dir, seed, &config)?;
     config["hidden_act"] = json!("silu");
     config["architectures"] = json!(["LlamaForCausalLM"]);
