@@ -19,7 +19,8 @@
 # answers a chat request, whose words must be the CUDA build's.
 #
 # Speed, on a larger made-up Llama (`make-models mistralrs-speed`: 0.73B weights), a 512-word
-# prompt and 128 tokens: mistral.rs's own prompt and decode rates, each side's best of RUNS runs.
+# prompt and 128 tokens: mistral.rs's own prompt and decode rates, each side's best of RUNS runs (runs
+# alternate between the sides; a run that exits non-zero is counted and its rates left out).
 #
 # Writes
 #   OUT_DIR/mistralrs-gpu.tsv    (first line: the GPU) per case: whether ROCm's generated tokens
@@ -29,13 +30,14 @@
 #                                score difference), how far each GPU side's greedy words follow
 #                                the CPU's, and both sides' prompt and decode tokens/s
 #   OUT_DIR/mistralrs-speed.tsv  per speed case: both sides' prompt and decode tokens/s and
-#                                ROCm/CUDA, and whether their greedy words are the same
+#                                ROCm/CUDA, the runs that exited non-zero, whether their greedy
+#                                words are the same, and where they part, teacher-forced as above
 #   OUT_DIR/logs/CASE.{rocm,cuda,cpu}.log, CASE.server-{rocm,cuda}.log, chat.json, speed-*.log
 #
 # Environment: BIN_DIR, KERNELS_DIR, WORK_DIR (as bench/backend/setup.sh: Candle 0.10.2's kernels,
 # carried in the program's candle-0.10.2/, are built with nvcc here first), CASES (names, of
 # either set; default all), PORT (the CUDA server's; the ROCm one's is PORT+1; default 8080),
-# TF_STEPS (default 32), RUNS (default 2).
+# TF_STEPS (default 32), RUNS (default 6).
 # Exit status: 0 when every case agrees with CUDA (identical greedy words, else every
 # teacher-forced top-1), and the chat answer is right; 1 otherwise. Speeds do not decide it.
 set -uo pipefail
@@ -213,7 +215,9 @@ speed_cases=(
 )
 stsv=$out/mistralrs-speed.tsv
 printf '# gpu: %s\n' "$gpu" >"$stsv"
-printf 'case\trocm_prompt_tok_s\tcuda_prompt_tok_s\tprompt_rocm_over_cuda\trocm_decode_tok_s\tcuda_decode_tok_s\tdecode_rocm_over_cuda\tgreedy\n' >>"$stsv"
+runs=${RUNS:-6}
+printf '# runs per side and case: %s (the best rate of those that exit 0)\n' "$runs" >>"$stsv"
+printf 'case\trocm_prompt_tok_s\tcuda_prompt_tok_s\tprompt_rocm_over_cuda\trocm_decode_tok_s\tcuda_decode_tok_s\tdecode_rocm_over_cuda\tnonzero_exits\tgreedy\tteacher_forced_top1\tmax_score_diff\tmax_margin_at_difference\n' >>"$stsv"
 made=no
 for c in "${speed_cases[@]}"; do
   IFS='|' read -r name args paged <<<"$c"
@@ -223,24 +227,49 @@ for c in "${speed_cases[@]}"; do
       || { cat "$out/logs/make-models-speed.log"; echo "error: make-models mistralrs-speed failed"; exit 1; }
   fi
   made=yes
-  declare -A best=()
-  for run in $(seq "${RUNS:-2}"); do
+  declare -A best=() bad=()
+  for run in $(seq "$runs"); do
     for s in cuda rocm; do
       log=$out/logs/$name.$s.$run.log
       # shellcheck disable=SC2086
-      generate "$log" "$s" "$long_prompt" $args $(paged "$paged") || { echo "$name: $s failed: $(grep -m1 -i 'error\|panick' "$log" | cut -c1-200)"; continue; }
+      generate "$log" "$s" "$long_prompt" $args $(paged "$paged")
+      rc=$?
+      if (( rc != 0 )); then
+        # counted, and its rates left out (a crash at exit still prints them)
+        bad[$s]=$((${bad[$s]:-0} + 1))
+        echo "$name: $s run $run exited with $rc: $(grep -m1 -i 'error\|panick' "$log" | cut -c1-200)"
+        continue
+      fi
       for what in Prompt Decode; do
         v=$(speed "$log" "$what")
         [[ -n $v ]] && awk -v v="$v" -v b="${best[$s$what]:-0}" 'BEGIN { exit !(v > b) }' && best[$s$what]=$v
       done
     done
   done
-  greedy=$("$bin/make-models" compare tokens "$out/logs/$name.cuda.1.log" "$out/logs/$name.rocm.1.log" 2>/dev/null | cut -f2)
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" \
+  greedy=$("$bin/make-models" compare tokens "$out/logs/$name.cuda.1.log" "$out/logs/$name.rocm.1.log" 2>/dev/null | cut -f1,2)
+  # where the greedy runs part: teacher-forced along CUDA's words, as the agreement cases are
+  tf="NA	NA	NA"
+  if [[ $greedy != yes* ]]; then
+    port=$((base_port + 2 * index))
+    index=$((index + 1))
+    # shellcheck disable=SC2086
+    if serve "$out/logs/$name.server-cuda.log" "$port" cuda $args $(paged "$paged"); then
+      cuda_server=$served
+      # shellcheck disable=SC2086
+      if serve "$out/logs/$name.server-rocm.log" $((port + 1)) rocm $args $(paged "$paged"); then
+        tf=$(python3 bench/mistralrs/teacher_forced.py "http://127.0.0.1:$port" "http://127.0.0.1:$((port + 1))" "$long_prompt" "$steps" 2>>"$out/logs/$name.server-rocm.log") \
+          || tf="failed	NA	NA"
+        stop "$served"
+      fi
+      stop "$cuda_server"
+    fi
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" \
     "${best[rocmPrompt]:-NA}" "${best[cudaPrompt]:-NA}" "$(ratio "${best[rocmPrompt]:-}" "${best[cudaPrompt]:-}")" \
-    "${best[rocmDecode]:-NA}" "${best[cudaDecode]:-NA}" "$(ratio "${best[rocmDecode]:-}" "${best[cudaDecode]:-}")" "${greedy:-NA}" >>"$stsv"
+    "${best[rocmDecode]:-NA}" "${best[cudaDecode]:-NA}" "$(ratio "${best[rocmDecode]:-}" "${best[cudaDecode]:-}")" \
+    "rocm ${bad[rocm]:-0}, cuda ${bad[cuda]:-0}" "$(cut -f2 <<<"$greedy")" "$tf" >>"$stsv"
   tail -1 "$stsv"
-  unset best
+  unset best bad
 done
 tar -czf "$out/logs.tar.gz" -C "$out" logs
 exit $failed
