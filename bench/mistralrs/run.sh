@@ -15,8 +15,8 @@
 # asks nvidia-smi (docs/mistralrs.md). Then each case again through the OpenAI-compatible server
 # (`mistralrs serve`), a CUDA server and a ROCm one, teacher-forced along the CUDA build's greedy
 # words (bench/mistralrs/teacher_forced.py: both sides see the same prefix at every step, so a
-# near-tie decided differently does not derail the rest); and the plain f32 case's ROCm server
-# answers a chat request, whose words must be the CUDA build's.
+# near-tie decided differently does not derail the rest); and the plain f32 case's servers answer
+# a chat request: ROCm's words must be CUDA's answer, or else the CPU's words.
 #
 # Speed, on a larger made-up Llama (`make-models mistralrs-speed`: 0.73B weights), a 512-word
 # prompt and 128 tokens: mistral.rs's own prompt and decode rates, each side's best of RUNS runs (runs
@@ -32,7 +32,7 @@
 #   OUT_DIR/mistralrs-speed.tsv  per speed case: both sides' prompt and decode tokens/s and
 #                                ROCm/CUDA, the runs that exited non-zero, whether their greedy
 #                                words are the same, and where they part, teacher-forced as above
-#   OUT_DIR/logs/CASE.{rocm,cuda,cpu}.log, CASE.server-{rocm,cuda}.log, chat.json, speed-*.log
+#   OUT_DIR/logs/CASE.{rocm,cuda,cpu}.log, CASE.server-{rocm,cuda}.log, chat-{cuda,rocm}.json, speed-*.log
 #
 # Environment: BIN_DIR, KERNELS_DIR, WORK_DIR (as bench/backend/setup.sh: Candle 0.10.2's kernels,
 # carried in the program's candle-0.10.2/, are built with nvcc here first), CASES (names, of
@@ -176,10 +176,14 @@ for c in "${cases[@]}"; do
       tf=$(python3 bench/mistralrs/teacher_forced.py "http://127.0.0.1:$port" "http://127.0.0.1:$((port + 1))" "$prompt" "$steps" 2>>"$out/logs/$name.server-rocm.log") \
         || tf="failed	NA	NA"
       if [[ $name == plain-f32 ]]; then
-        # an OpenAI-style chat request to the ROCm server, greedy, answered with CUDA's words
+        # an OpenAI-style chat request to both servers, greedy: ROCm's answer must be CUDA's, or
+        # else the CPU's words (CUDA's own f32 runs have parted from the CPU's from run to run)
         request=$(printf '{"model":"default","messages":[{"role":"user","content":"%s"}],"max_tokens":128,"temperature":0}' "$prompt")
-        curl -sf "http://127.0.0.1:$((port + 1))/v1/chat/completions" -H 'Content-Type: application/json' -d "$request" >"$out/logs/chat.json"
-        chat=$("$bin/make-models" compare tokens "$out/logs/plain-f32.cuda.log" "$out/logs/chat.json" | cut -f1,2)
+        for p in cuda:$port rocm:$((port + 1)); do
+          curl -sf "http://127.0.0.1:${p#*:}/v1/chat/completions" -H 'Content-Type: application/json' -d "$request" >"$out/logs/chat-${p%%:*}.json"
+        done
+        chat=$("$bin/make-models" compare tokens "$out/logs/chat-cuda.json" "$out/logs/chat-rocm.json" | cut -f1,2)
+        chat_cpu=$("$bin/make-models" compare tokens "$out/logs/plain-f32.cpu.log" "$out/logs/chat-rocm.json" | cut -f1,2)
       fi
       stop "$served"
     else
@@ -199,8 +203,9 @@ for c in "${cases[@]}"; do
   tail -1 "$tsv"
 done
 if selected plain-f32; then
-  [[ ${chat:-no} == yes* ]] || failed=1
-  printf '# server chat request (plain-f32 arguments, ROCm, against CUDA): %s\n' "$(tr '\t' ' ' <<<"${chat:-no answer}")" >>"$tsv"
+  [[ ${chat:-no} == yes* || ${chat_cpu:-no} == yes* ]] || failed=1
+  printf "# server chat request (plain-f32 arguments), ROCm's answer against CUDA's: %s; against the CPU's words: %s\n" \
+    "$(tr '\t' ' ' <<<"${chat:-no answer}")" "$(tr '\t' ' ' <<<"${chat_cpu:-no answer}")" >>"$tsv"
   tail -1 "$tsv"
 fi
 
