@@ -49,5 +49,9 @@ kernels=$PWD/target/generated-0.10.2/kernels
     "$root_cargo" cargo build --features rocm --offline --bin mistralrs)
 t2=$(stamp)
 cargo xtask rocm-backend --rocm 7.2 --check-imports target/mistralrs-port/target/debug/mistralrs
-cargo xtask ported-kernels --check target/mistralrs-port/target --reference tests/fixtures/cuda-kernels-mistralrs-0.8.1.txt --archs "$archs"
+# quant's build script leaves out its Marlin, fp8 and WMMA units below compute capability 80, and the
+# ported one answers 75 (docs/mistralrs.md)
+cargo xtask ported-kernels --check target/mistralrs-port/target --reference tests/fixtures/cuda-kernels-mistralrs-0.8.1.txt --archs "$archs" \
+  --left-out 'mistralrs-quant/marlin_*,mistralrs-quant/*_fp8,mistralrs-quant/*_fp8_gemm,mistralrs-quant/*_wmma'
+
 echo "== wall times (s): regen and ports $((t1-t0)), root and mistralrs built in it $((t2-t1))"

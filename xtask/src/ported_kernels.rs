@@ -9,11 +9,12 @@
 //!   arch in every host object the ported build scripts compiled with hipcc
 //!   (candle-rocm-build's `build_lib`, one object per unit) and compares.
 //!
-//! Kernel names compare demangled (c++filt), the CUDA side's through the translator's own
+//! Kernel names compare demangled (c++filt), both sides' through the translator's own
 //! identifier renames (`__nv_bfloat16` is `candle_bf16` on AMD), so a template instance
-//! matches its translation. A unit the AMD build does not compile (a build script's
-//! compute-capability gate: Marlin, fp8, WMMA) is listed as left out; a kernel missing from
-//! a unit it compiles fails the check, for each arch.
+//! matches its translation. The kernels of CUB and thrust themselves (a unit's scan) are
+//! not compared: AMD has rocPRIM's instead. For each arch, the check fails on a kernel
+//! missing from a unit both builds compile, and on a unit the AMD build lacks that
+//! `--left-out` does not name (a build script's compute-capability gate: Marlin, fp8, WMMA).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -44,6 +45,10 @@ pub struct PortedKernelsArgs {
     /// The AMD arches the ported build compiled.
     #[arg(long, value_delimiter = ',')]
     archs: Vec<String>,
+    /// Units (`CRATE/UNIT`, `*` matches any text) the AMD build leaves out on purpose (a build
+    /// script's compute-capability gate); any other unit it lacks fails the check.
+    #[arg(long, value_delimiter = ',')]
+    left_out: Vec<String>,
     /// CUDA's cuobjdump (default: the one gpu-program unpacks, target/bench-backend/cuda13).
     #[arg(long)]
     cuobjdump: Option<PathBuf>,
@@ -102,9 +107,24 @@ pub fn run(args: PortedKernelsArgs) -> Result<ExitCode> {
         for missing in &report.missing {
             println!("  missing on {arch}: {missing}");
         }
-        complete &= report.missing.is_empty();
+        let unexpected: Vec<&&String> = left_out.iter().filter(|m| !args.left_out.iter().any(|g| glob_matches(g, m))).collect();
+        for unit in &unexpected {
+            println!("  not built on {arch}, and not named by --left-out: {unit}");
+        }
+        complete &= report.missing.is_empty() && unexpected.is_empty();
     }
     Ok(if complete { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `pattern` with `*` matching any text (none else special) against the whole of `text`.
+fn glob_matches(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, rest)) => {
+            let Some(after) = text.strip_prefix(head) else { return false };
+            (0..=after.len()).filter(|&i| after.is_char_boundary(i)).any(|i| glob_matches(rest, &after[i..]))
+        }
+    }
 }
 
 /// `<target>/{release,debug}/build/<crate>-<hash>/out`: the build script's output folders.
@@ -180,7 +200,8 @@ fn amd_kernels(target: &Path, krate: &str, arch: &str) -> Result<BTreeMap<String
             }
             let names = hip_build::code_object::kernel_symbols(&object, arch).map_err(|e| anyhow::anyhow!("{e}"))?;
             let file = object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-            units.entry(unit_of(&file)).or_default().extend(demangle(&names.into_iter().collect::<Vec<_>>())?);
+            let names = demangle(&names.into_iter().collect::<Vec<_>>())?;
+            units.entry(unit_of(&file)).or_default().extend(names.iter().filter(|n| !is_library_kernel(n)).map(|n| rename_identifiers(n)));
         }
     }
     Ok(units)
@@ -211,13 +232,26 @@ fn translated(reference: &Reference) -> Result<Reference> {
     let mut kernels = BTreeMap::new();
     for (module, names) in &reference.kernels {
         let names: Vec<String> = names.iter().cloned().collect();
-        kernels.insert(module.clone(), demangle(&names)?.into_iter().map(|n| rename_identifiers(&n)).collect());
+        kernels.insert(module.clone(), demangle(&names)?.into_iter().filter(|n| !is_library_kernel(n)).map(|n| rename_identifiers(&n)).collect());
     }
     Ok(Reference { kernels, launchers: reference.launchers.clone() })
 }
 
-/// Each identifier of `name` renamed by the translator's table (`IDENTIFIERS`).
+/// A kernel of CUB's or thrust's own (a scan or sort a unit calls), named by its library
+/// scope: each side has its library's, CUB's on CUDA and rocPRIM's on AMD, so neither is
+/// compared.
+fn is_library_kernel(demangled: &str) -> bool {
+    // the function's name follows the return type, if the name has one
+    let name = demangled.split_once(' ').filter(|(ret, _)| !ret.contains('(')).map_or(demangled, |(_, rest)| rest);
+    ["cub::", "thrust::", "candle_cub::", "candle_thrust::", "rocprim::", "hipcub::"].iter().any(|scope| name.starts_with(scope))
+}
+
+/// Each identifier of `name` renamed by the translator's table (`IDENTIFIERS`); both
+/// sides' names go through it, so a CUDA type and its HIP alias meet (`__half2` and
+/// `candle_half2`, a typedef of it that the AMD symbol names as `__half2`).
 fn rename_identifiers(name: &str) -> String {
+    // c++filt writes `> >` where a template argument list ends in one
+    let name = &cuda_vector_types(name).replace(" >", ">");
     let renames: BTreeMap<&str, &str> = translator::kernels::mapping::IDENTIFIERS.iter().copied().collect();
     let mut out = String::with_capacity(name.len());
     let mut word = String::new();
@@ -235,19 +269,53 @@ fn rename_identifiers(name: &str) -> String {
     out
 }
 
+/// HIP's vector types by their CUDA names: HIP defines `float2` as `HIP_vector_type<float, 2>`,
+/// which a symbol names as such (`HIP_vector_type<float, 2u>`).
+fn cuda_vector_types(name: &str) -> String {
+    const ELEMENTS: &[(&str, &str)] = &[
+        ("unsigned long long", "ulonglong"),
+        ("long long", "longlong"),
+        ("unsigned long", "ulong"),
+        ("unsigned int", "uint"),
+        ("unsigned short", "ushort"),
+        ("unsigned char", "uchar"),
+        ("signed char", "char"),
+        ("float", "float"),
+        ("double", "double"),
+        ("long", "long"),
+        ("int", "int"),
+        ("short", "short"),
+        ("char", "char"),
+    ];
+    let mut out = name.to_string();
+    while let Some(start) = out.find("HIP_vector_type<") {
+        let rest = &out[start + "HIP_vector_type<".len()..];
+        let Some(end) = rest.find('>') else { break };
+        let (element, count) = rest[..end].rsplit_once(", ").unwrap_or(("", ""));
+        let count = count.trim_end_matches('u');
+        let Some((_, cuda)) = ELEMENTS.iter().find(|(e, _)| *e == element) else { break };
+        let replacement = format!("{cuda}{count}");
+        out.replace_range(start..start + "HIP_vector_type<".len() + end + 1, &replacement);
+    }
+    out
+}
+
 /// c++filt over `names`, one line each (a name that is not mangled comes back as it is).
 fn demangle(names: &[String]) -> Result<BTreeSet<String>> {
     if names.is_empty() {
         return Ok(BTreeSet::new());
     }
     let mut child = Command::new("c++filt").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().context("running c++filt (binutils)")?;
-    {
+    // written from a thread while the output is read here: c++filt's output fills its pipe
+    // before a large input is all written
+    let mut stdin = child.stdin.take().expect("piped");
+    let input = format!("{}\n", names.join("\n"));
+    let writer = std::thread::spawn(move || {
         use std::io::Write;
-        let mut stdin = child.stdin.take().expect("piped");
-        stdin.write_all(names.join("\n").as_bytes())?;
-        stdin.write_all(b"\n")?;
-    }
+        stdin.write_all(input.as_bytes())
+    });
     let output = child.wait_with_output()?;
+    writer.join().expect("the writer thread")?;
     if !output.status.success() {
         bail!("c++filt failed");
     }
@@ -271,6 +339,38 @@ mod tests {
     fn cuda_type_names_become_the_translated_ones() {
         assert_eq!(rename_identifiers("void k<__nv_bfloat16>(__nv_bfloat16 const*, float)"), "void k<candle_bf16>(candle_bf16 const*, float)");
         assert_eq!(rename_identifiers("x__nv_bfloat16"), "x__nv_bfloat16");
+    }
+
+    #[test]
+    fn many_names_are_demangled_in_order_of_their_set() {
+        // more than a pipe's 64 KiB each way
+        let names: Vec<String> = (0..5000).map(|i| format!("_Z20kernel_number_{i:06}Pf")).collect();
+        let out = demangle(&names).unwrap();
+        assert_eq!(out.len(), 5000);
+        assert!(out.contains("kernel_number_000042(float*)"));
+    }
+
+    #[test]
+    fn hip_vector_types_take_their_cuda_names() {
+        assert_eq!(rename_identifiers("void g<float, HIP_vector_type<float, 2u>, 1>(float const*)"), "void g<float, float2, 1>(float const*)");
+        assert_eq!(cuda_vector_types("k(HIP_vector_type<unsigned int, 4u>*)"), "k(uint4*)");
+        assert_eq!(rename_identifiers("void k<float, HIP_vector_type<float, 4u> >()"), "void k<float, float4>()");
+    }
+
+    #[test]
+    fn library_kernels_are_told_by_their_scope() {
+        assert!(is_library_kernel("void candle_cub::CUB_300001_SM_900::detail::EmptyKernel<void>()"));
+        assert!(is_library_kernel("void rocprim::detail::init_lookback_scan_state_kernel<int>(int)"));
+        assert!(!is_library_kernel("void gemv_kernel_batched<__half, candle_half2, 32, 1>(__half const*, bool)"));
+        assert!(!is_library_kernel("copy_blocks_kernel_f32"));
+    }
+
+    #[test]
+    fn left_out_units_match_their_globs() {
+        assert!(glob_matches("mistralrs-quant/marlin_*", "mistralrs-quant/marlin_repack"));
+        assert!(glob_matches("mistralrs-quant/*_fp8", "mistralrs-quant/scalar_fp8"));
+        assert!(!glob_matches("mistralrs-quant/*_fp8", "mistralrs-quant/blockwise_fp8_gemm"));
+        assert!(!glob_matches("mistralrs-quant/ops", "mistralrs-paged-attn/ops"));
     }
 
     #[test]
