@@ -148,9 +148,10 @@ fn out_dirs(target: &Path, krate: &str) -> Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
-/// A unit's name from its object's file name: `afq-0123abcd.o` (cudaforge) or `afq.o`.
+/// A unit's name from its object's file name: `afq-0123abcd.o` (cudaforge), `afq.o` or `afq.co`.
 fn unit_of(file: &str) -> String {
-    let stem = file.strip_suffix(".o").unwrap_or(file);
+    let stem = Path::new(file).file_stem().map_or(file.to_string(), |s| s.to_string_lossy().into_owned());
+    let stem = stem.as_str();
     match stem.rsplit_once('-') {
         Some((unit, hash)) if hash.len() >= 8 && hash.chars().all(|c| c.is_ascii_hexdigit()) => unit.to_string(),
         _ => stem.to_string(),
@@ -168,7 +169,7 @@ fn cuda_kernels(cuobjdump: &Path, target: &Path, krate: &str) -> Result<BTreeMap
             if !output.status.success() {
                 bail!("cuobjdump -res-usage {} failed: {}", lib.display(), String::from_utf8_lossy(&output.stderr).lines().next().unwrap_or(""));
             }
-            units.extend(parse_res_usage(&String::from_utf8_lossy(&output.stdout)).into_iter().map(|(unit, names)| (unit, names)));
+            units.extend(parse_res_usage(&String::from_utf8_lossy(&output.stdout)));
         }
     }
     Ok(units)
@@ -193,8 +194,8 @@ fn parse_res_usage(text: &str) -> BTreeMap<String, BTreeSet<String>> {
 fn amd_kernels(target: &Path, krate: &str, arch: &str) -> Result<BTreeMap<String, BTreeSet<String>>> {
     let mut units: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for out in out_dirs(target, krate)? {
-        for object in objects(&out)? {
-            // nvcc's objects of a hip-on-cuda build carry no AMD bundle
+        for object in crate::bench::kernel_resources::code_object_files(&out)? {
+            // nvcc's objects and cubins of a hip-on-cuda build carry no AMD bundle
             if hip_build::code_object::bundle_targets(&object).is_err() {
                 continue;
             }
@@ -205,26 +206,6 @@ fn amd_kernels(target: &Path, krate: &str, arch: &str) -> Result<BTreeMap<String
         }
     }
     Ok(units)
-}
-
-/// The `.o` files below `dir`, except nvcc's (`hip-on-cuda/`).
-fn objects(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d)?.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                if p.file_name().is_some_and(|n| n != "hip-on-cuda") {
-                    stack.push(p);
-                }
-            } else if p.extension().is_some_and(|x| x == "o") {
-                found.push(p);
-            }
-        }
-    }
-    found.sort();
-    Ok(found)
 }
 
 /// The reference's kernels demangled, then renamed as the translator renames identifiers.
@@ -252,7 +233,9 @@ fn is_library_kernel(demangled: &str) -> bool {
 fn rename_identifiers(name: &str) -> String {
     // c++filt writes `> >` where a template argument list ends in one
     let name = &cuda_vector_types(name).replace(" >", ">");
-    let renames: BTreeMap<&str, &str> = translator::kernels::mapping::IDENTIFIERS.iter().copied().collect();
+    // built once: every kernel name of both builds comes through here
+    static RENAMES: std::sync::OnceLock<BTreeMap<&str, &str>> = std::sync::OnceLock::new();
+    let renames = RENAMES.get_or_init(|| translator::kernels::mapping::IDENTIFIERS.iter().copied().collect());
     let mut out = String::with_capacity(name.len());
     let mut word = String::new();
     for c in name.chars().chain(std::iter::once('\0')) {
@@ -378,5 +361,6 @@ mod tests {
         assert_eq!(unit_of("afq-0123456789abcdef.o"), "afq");
         assert_eq!(unit_of("marlin-repack.o"), "marlin-repack");
         assert_eq!(unit_of("ops.o"), "ops");
+        assert_eq!(unit_of("ops.co"), "ops");
     }
 }

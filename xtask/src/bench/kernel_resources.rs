@@ -230,7 +230,7 @@ fn compile(root: &Path, hipcc: &Hipcc, arches: &[String], manifest: &plan::Kerne
 }
 
 /// The `*.co` and `*.o` files under a build directory, sorted.
-fn code_object_files(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn code_object_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(d) = pending.pop() {
