@@ -11,6 +11,7 @@ pub mod backend;
 pub mod error;
 pub mod kernels;
 pub mod lexer;
+pub mod provenance;
 
 pub use error::TranslateError;
 

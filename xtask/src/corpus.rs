@@ -367,7 +367,7 @@ fn measure(corpus: &Corpus, tree: &[TreeFile], compilers: &[(String, Hipcc, Vec<
     let candidates: Vec<TreeFile> = tree.iter().filter(|f| (is_kernel_unit(&f.rel_path) || is_header(&f.rel_path)) && not_cuda(&f.rel_path).is_none()).cloned().collect();
     let include_dirs: Vec<String> = corpus.include_dirs.iter().map(|d| d.to_string()).collect();
     let inputs = include_paths::own_headers(&candidates, &include_dirs);
-    let ctx = KernelContext { source_label: name(corpus), include_dirs: include_dirs.clone() };
+    let ctx = KernelContext { include_dirs: include_dirs.clone(), ..KernelContext::new(name(corpus)) };
     let (output, failures) = translate_each(&inputs, &ctx).map_err(|e| anyhow::anyhow!("{}: {e}", name(corpus)))?;
     let reaches = translator::kernels::unit_reaches(&inputs, &include_dirs);
     let failed = translator::kernels::unit_failures(&reaches, &failures);

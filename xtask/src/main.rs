@@ -33,6 +33,7 @@ mod ported_kernels;
 mod quick_start;
 mod regen;
 mod releases;
+mod review;
 mod rocm;
 mod test_artifacts;
 mod tree;
@@ -81,6 +82,8 @@ enum Command {
     /// Every kernel of a CUDA crate's stock build present, per AMD arch, in its ported twin's build
     /// (--record the stock build's kernels into a fixture, --check a ported build against it).
     PortedKernels(ported_kernels::PortedKernelsArgs),
+    /// Regenerate two Candle inputs in memory and pair every upstream hunk with the generated hunks it caused (review.md, summary.md).
+    Review(review::ReviewArgs),
     /// The kernel translator on CUDA it was not written against (Candle's releases, mistral.rs's crates, vLLM's
     /// csrc): per kernel unit translated, refused as NVIDIA-only, needing a library, or "no rule"; --compile compiles.
     Corpus(corpus::CorpusArgs),
@@ -112,6 +115,7 @@ fn main() -> ExitCode {
         Command::Releases(args) => releases::run(args),
         Command::PortCrate(args) => port_crate::run(args),
         Command::PortedKernels(args) => ported_kernels::run(args),
+        Command::Review(args) => review::run(args),
         Command::Corpus(args) => corpus::run(args),
         Command::QuickStart(args) => quick_start::run(args),
         Command::Bench(command) => bench::run(command),

@@ -12,6 +12,7 @@ use super::gaps::Gap;
 use super::mirror::{mirror_file, parse, twin_file_of, MirroredFile};
 use super::node_attrs::item_attrs;
 use super::{mapping, rules};
+use crate::provenance::LineProvenance;
 use crate::TranslateError;
 
 /// How a file of the crate is handled.
@@ -47,6 +48,9 @@ pub struct CrateMirror {
     pub unmapped: BTreeMap<String, BTreeSet<String>>,
     /// Mirrored file → the upstream file it came from.
     pub mirrored_from: BTreeMap<String, String>,
+    /// While [`crate::provenance::recording`]: each output file's provenance, with the input
+    /// file its source lines are lines of.
+    pub provenance: BTreeMap<String, (String, LineProvenance)>,
 }
 
 /// Mirrors a crate: `sources` maps paths relative to the crate root
@@ -87,6 +91,9 @@ pub fn mirror_targets(sources: &BTreeMap<String, String>, roots: &[TargetRoot], 
                 }
                 out.mirrored_from.insert(output.clone(), input.clone());
             }
+            if let Some(p) = result.provenance {
+                out.provenance.insert(output.clone(), (input.clone(), p));
+            }
             if out.files.insert(output.clone(), result.text).is_some() {
                 return Err(TranslateError::unsupported(&input, 0, "mod", format!("two modules map to {output}")));
             }
@@ -97,10 +104,18 @@ pub fn mirror_targets(sources: &BTreeMap<String, String>, roots: &[TargetRoot], 
     for (path, text) in sources {
         if !reached.contains(path) && !out.files.contains_key(path) {
             out.files.insert(path.clone(), text.clone());
+            if crate::provenance::recording() {
+                out.provenance.insert(path.clone(), (path.clone(), LineProvenance::identity(text)));
+            }
         }
     }
     out.gaps.sort();
     Ok(out)
+}
+
+/// The provenance of a file copied as it is, while it is recorded.
+fn copied(source: &str) -> Option<LineProvenance> {
+    crate::provenance::recording().then(|| LineProvenance::identity(source))
 }
 
 /// One module of [`mirror_crate`]: its translation in `mode`, and its child
@@ -113,11 +128,11 @@ fn mirror_module(sources: &BTreeMap<String, String>, label: &str, input: &str, o
     let result = match mode {
         Mode::Twin if untwinned.is_some() => {
             let (_, feature, reason, _) = untwinned.expect("checked");
-            MirroredFile { text: source.clone(), unmapped: BTreeSet::new(), rule_counts: BTreeMap::new(), gaps: vec![Gap::new(input, 1, "the whole file (no ROCm twins)", feature, reason)] }
+            MirroredFile { text: source.clone(), unmapped: BTreeSet::new(), rule_counts: BTreeMap::new(), gaps: vec![Gap::new(input, 1, "the whole file (no ROCm twins)", feature, reason)], provenance: copied(source) }
         }
         Mode::Twin => twin_file_of(input, &file_label, source, gate_cuda)?,
         Mode::Mirror => mirror_file(input, &file_label, source)?,
-        Mode::Verbatim => MirroredFile { text: source.clone(), unmapped: BTreeSet::new(), rule_counts: BTreeMap::new(), gaps: vec![] },
+        Mode::Verbatim => MirroredFile { text: source.clone(), unmapped: BTreeSet::new(), rule_counts: BTreeMap::new(), gaps: vec![], provenance: copied(source) },
     };
     // children: the `mod x;` declarations of the input, and what became of them
     let declared = file_mods(input, &parse(input, source)?)?;

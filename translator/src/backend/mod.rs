@@ -34,6 +34,7 @@ pub mod nvidia_tools;
 pub mod own_kernel_builds;
 pub mod package;
 pub mod pass;
+pub mod provenance;
 pub mod prune;
 pub mod replacements;
 pub mod rules;

@@ -12,6 +12,7 @@ pub mod vocabulary;
 use std::collections::BTreeMap;
 
 pub use rules::FileFailure;
+use crate::provenance::LineProvenance;
 use crate::{TranslateError, TreeFile};
 
 /// What the translator needs to know about the inputs besides their text.
@@ -40,6 +41,9 @@ pub struct KernelOutput {
     pub rule_counts: BTreeMap<&'static str, usize>,
     /// Choices made for the whole tree that a reader should know (one line each).
     pub notes: Vec<String>,
+    /// While [`crate::provenance::recording`]: each translated file's provenance, by output path
+    /// (its source is the input [`rules::output_path`] names it after).
+    pub provenance: BTreeMap<String, LineProvenance>,
 }
 
 /// Translates a tree of CUDA sources: candle-kernels' `src/` for `cargo xtask regen`, or a

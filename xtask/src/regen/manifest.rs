@@ -190,7 +190,7 @@ mod tests {
             files: vec![],
             rule_counts: BTreeMap::from([("names", 3), ("arch-guards", 2)]),
             notes: vec!["hipify-perl first pass: yes (/opt/rocm/bin/hipify-perl)".into()],
-            gaps: vec![],
+            ..Default::default()
         }
     }
 

@@ -82,10 +82,7 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
         }
     }
 
-    let input = StepInput::new(&upstream, rocm_crate_paths(&root, &out_dir))?;
-    // the steps are independent: they run on the thread pool (as do the files inside them)
-    let steps = STEPS.par_iter().map(|step| step(&input)).collect::<Result<Vec<_>>>()?;
-    let tree = assemble(&upstream, &kernels_manifest(&config.kernels.static_library), &steps)?;
+    let (steps, tree) = translate(&upstream, &root, &out_dir, &config.kernels.static_library)?;
     if args.check {
         let (up_to_date, text) = tree::check_report(&on_disk, &tree, &label, "regen");
         report(&upstream, &steps, &tree, &label, start);
@@ -112,6 +109,16 @@ pub fn run(args: RegenArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every step on `upstream` and the tree they make, as regen writes it into `out_dir`
+/// (`static_library`: upstream.toml's patterns). Writes nothing.
+pub fn translate(upstream: &Upstream, root: &Path, out_dir: &Path, static_library: &[String]) -> Result<(Vec<StepOutput>, Tree)> {
+    let input = StepInput::new(upstream, rocm_crate_paths(root, out_dir))?;
+    // the steps are independent: they run on the thread pool (as do the files inside them)
+    let steps = STEPS.par_iter().map(|step| step(&input)).collect::<Result<Vec<_>>>()?;
+    let tree = assemble(upstream, &kernels_manifest(static_library), &steps)?;
+    Ok((steps, tree))
 }
 
 /// `cargo xtask regen --candle-version VERSION --out OUT` (a port's Candle release).
@@ -261,8 +268,7 @@ mod tests {
             inputs: files.iter().map(|(p, c)| (format!("candle-kernels/src/{p}"), c.as_bytes().to_vec())).collect(),
             files: files.iter().map(|(p, c)| (format!("{prefix}/{p}"), c.as_bytes().to_vec())).collect(),
             rule_counts: BTreeMap::from([("identity", files.len())]),
-            notes: vec![],
-            gaps: vec![],
+            ..Default::default()
         }
     }
 

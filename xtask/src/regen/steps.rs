@@ -38,7 +38,13 @@ pub struct StepOutput {
     pub notes: Vec<String>,
     /// What upstream has on CUDA that the ROCm side leaves out, and why.
     pub gaps: Vec<Gap>,
+    /// While provenance is recorded (`cargo xtask review`): output path → the input path its
+    /// lines come from (as [`StepOutput::inputs`] names it) and each line's provenance.
+    pub provenance: Provenance,
 }
+
+/// Output path → (input path, where each output line came from).
+pub type Provenance = BTreeMap<String, (String, translator::provenance::LineProvenance)>;
 
 /// What every step reads.
 pub struct StepInput<'a> {
@@ -111,6 +117,14 @@ pub fn kernels(input: &StepInput) -> Result<StepOutput> {
 
     let mut inputs: Vec<(String, Vec<u8>)> = files.iter().map(|f| (format!("{}/src/{}", krate.name, f.rel_path), f.contents.clone())).collect();
     let mut out_files: Vec<(String, Vec<u8>)> = output.files.into_iter().map(|f| (format!("kernels/{}", f.rel_path), f.contents)).collect();
+    let mut provenance: Provenance = files
+        .iter()
+        .filter_map(|f| {
+            let out = translator::kernels::rules::output_path(&f.rel_path);
+            let p = output.provenance.get(&out)?.clone();
+            Some((format!("kernels/{out}"), (format!("{}/src/{}", krate.name, f.rel_path), p)))
+        })
+        .collect();
     let mut rule_counts = output.rule_counts;
     // the static-library launchers' declarations; releases before 0.9.2 have
     // no static library, hence no ffi.rs: an ffi.rs that declares nothing
@@ -125,6 +139,9 @@ pub fn kernels(input: &StepInput) -> Result<StepOutput> {
         }
         inputs.push((format!("{}/src/ffi.rs", krate.name), ffi));
         gaps = mirrored.gaps.into_iter().map(|g| Gap { file: format!("{}/{}", krate.name, g.file), ..g }).collect();
+        if let Some(p) = mirrored.provenance {
+            provenance.insert("kernels/ffi.rs".to_string(), (format!("{}/src/ffi.rs", krate.name), p));
+        }
         mirrored.text
     } else {
         notes.push(format!("kernels: {} {} has no src/ffi.rs (no static-library launchers): kernels/ffi.rs declares none", krate.name, krate.version));
@@ -133,7 +150,7 @@ pub fn kernels(input: &StepInput) -> Result<StepOutput> {
     inputs.sort();
     out_files.push(("kernels/ffi.rs".to_string(), ffi_out.into_bytes()));
 
-    Ok(StepOutput { name: "kernels", inputs, files: out_files, rule_counts, notes, gaps })
+    Ok(StepOutput { name: "kernels", inputs, files: out_files, rule_counts, notes, gaps, provenance })
 }
 
 /// `kernels/ffi.rs` of a candle-kernels release without static-library
@@ -313,6 +330,7 @@ fn mirror_package(input: &StepInput, krate: &CrateSource, step: &'static str, sh
         rule_counts: mirror.rule_counts,
         notes,
         gaps,
+        provenance: mirror.provenance.into_iter().map(|(out, (input, p))| (format!("{step}/{out}"), (format!("{}/{input}", krate.name), p))).collect(),
     })
 }
 
@@ -336,6 +354,9 @@ pub struct PackageMirror {
     pub gaps: Vec<Gap>,
     /// Per mirrored file, the identifiers that still name CUDA.
     pub unmapped: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// While provenance is recorded: output file → (input file, its lines' provenance),
+    /// paths relative to the package.
+    pub provenance: Provenance,
 }
 
 /// Mirrors a package's carried `files` (paths relative to it; `manifest_text` its
@@ -355,7 +376,7 @@ pub fn mirror_package_files(files: &BTreeMap<String, Vec<u8>>, label: &str, mani
     let gate_cuda = translator::backend::package::requires_cuda(manifest_text);
     let cuda_only_examples = translator::backend::package::cuda_only_examples(manifest_text, &|p| files.contains_key(p));
     let roots: Vec<TargetRoot> = roots.into_iter().map(|path| TargetRoot { gate_cuda: gate_cuda || cuda_only_examples.contains(&path), path }).collect();
-    let translator::backend::CrateMirror { files: mirrored, mut rule_counts, mut gaps, unmapped, .. } = translator::backend::mirror_targets(&sources, &roots, label)?;
+    let translator::backend::CrateMirror { files: mirrored, mut rule_counts, mut gaps, unmapped, mut provenance, .. } = translator::backend::mirror_targets(&sources, &roots, label)?;
 
     let mut out: BTreeMap<String, Vec<u8>> = mirrored.into_iter().map(|(path, text)| (path, text.into_bytes())).collect();
     for (path, bytes) in files {
@@ -374,8 +395,14 @@ pub fn mirror_package_files(files: &BTreeMap<String, Vec<u8>>, label: &str, mani
                 *rule_counts.entry(rule).or_default() += n;
             }
             gaps.extend(twinned.gaps);
+            if let Some(p) = twinned.provenance {
+                provenance.insert(path.clone(), (path.clone(), p));
+            }
             out.insert(path.clone(), twinned.text.into_bytes());
         } else if path != "Cargo.toml" && !is_target_source(path) {
+            if let (true, Ok(text)) = (translator::provenance::recording(), std::str::from_utf8(bytes)) {
+                provenance.insert(path.clone(), (path.clone(), translator::provenance::LineProvenance::identity(text)));
+            }
             out.insert(path.clone(), bytes.clone());
         }
     }
@@ -391,7 +418,7 @@ pub fn mirror_package_files(files: &BTreeMap<String, Vec<u8>>, label: &str, mani
     }
     gaps.extend(manifest.gaps);
     gaps.sort();
-    Ok(PackageMirror { files: out, rule_counts, gaps, unmapped })
+    Ok(PackageMirror { files: out, rule_counts, gaps, unmapped, provenance })
 }
 
 /// Rust sources of the package's targets (the library's and the

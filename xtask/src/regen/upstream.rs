@@ -233,7 +233,7 @@ fn first_error_line(stderr: &str) -> String {
 }
 
 /// Name, version, license and repository of the crate at `dir`.
-fn read_crate(dir: &Path, workspace: Option<&toml::Table>) -> Result<CrateSource> {
+pub(crate) fn read_crate(dir: &Path, workspace: Option<&toml::Table>) -> Result<CrateSource> {
     let manifest = dir.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;
     let table: toml::Table = text.parse().with_context(|| format!("parsing {}", manifest.display()))?;

@@ -37,6 +37,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::mapping::{COMPAT_HEADERS, GGML_HIP_ARCH_HEADER, OWN_UNITS, QUANTIZED_MMQ_TILES, QUANTIZED_MMQ_TILES_RS};
 use super::{KernelContext, KernelOutput};
 use crate::lexer::{self, Token};
+use crate::provenance::{LineProvenance, Trace};
 use crate::{TranslateError, TreeFile};
 
 /// One file being translated.
@@ -150,26 +151,47 @@ pub fn run_pipeline_each(inputs: &[TreeFile], ctx: &KernelContext) -> Result<(Ke
         });
     }
     let mut rule_counts = BTreeMap::new();
+    // while recording provenance, each unit's tokens by source line after every rule (beside `units`)
+    let recording = crate::provenance::recording();
+    let mut traces: Vec<Option<Trace>> = units.iter().map(|u| recording.then(|| Trace::new(traced(&u.tokens)))).collect();
     for (index, rule) in PIPELINE.iter().enumerate() {
         if rule.name == FACTS_BEFORE {
             facts.never_defined = fold_conditionals::never_defined_macros(&units);
         }
-        let counts: Vec<Result<usize, TranslateError>> = units.par_iter_mut().map(|unit| (rule.apply)(unit, &facts)).collect();
+        let counts: Vec<Result<usize, TranslateError>> = units
+            .par_iter_mut()
+            .zip(traces.par_iter_mut())
+            .map(|(unit, trace)| {
+                let n = (rule.apply)(unit, &facts)?;
+                if let Some(trace) = trace {
+                    trace.after(rule.name, traced(&unit.tokens));
+                }
+                Ok(n)
+            })
+            .collect();
         let mut count = 0;
         let mut kept = Vec::with_capacity(units.len());
-        for (unit, result) in units.into_iter().zip(counts) {
+        let mut kept_traces = Vec::with_capacity(units.len());
+        for ((unit, trace), result) in units.into_iter().zip(traces).zip(counts) {
             match result {
                 Ok(n) => {
                     count += n;
                     kept.push(unit);
+                    kept_traces.push(trace);
                 }
                 Err(error) => failures.push(FileFailure { path: unit.path, stage: index + 1, error }),
             }
         }
         units = kept;
+        traces = kept_traces;
         rule_counts.insert(rule.name, count);
     }
 
+    let provenance: BTreeMap<String, LineProvenance> = units
+        .iter()
+        .zip(traces)
+        .filter_map(|(unit, trace)| Some((output_path(&unit.path), trace?.finish(crate::provenance::output_lines(traced(&unit.tokens))).after_header(prelude::HEADER_LINES))))
+        .collect();
     let mut files: Vec<TreeFile> = units.par_iter().map(|unit| TreeFile { rel_path: output_path(&unit.path), contents: prelude::finish(unit, ctx).into_bytes() }).collect();
     for (name, text) in COMPAT_HEADERS.iter().copied().chain(OWN_UNITS.iter().map(|(name, text, _)| (*name, *text))) {
         files.push(TreeFile { rel_path: name.to_string(), contents: prelude::compat_header(name, text).into_bytes() });
@@ -185,7 +207,7 @@ pub fn run_pipeline_each(inputs: &[TreeFile], ctx: &KernelContext) -> Result<(Ke
     }
     files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     failures.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok((KernelOutput { files, rule_counts, notes }, failures))
+    Ok((KernelOutput { files, rule_counts, notes, provenance }, failures))
 }
 
 /// The names `tokens` declare: after `struct`, `class`, `union`, `enum` (`enum class`), the
@@ -227,6 +249,11 @@ fn declared_names(tokens: &[Token]) -> Vec<String> {
         }
     }
     names
+}
+
+/// Tokens as the provenance trace reads them: `(source line, text)`.
+fn traced(tokens: &[Token]) -> impl Iterator<Item = (u32, &str)> {
+    tokens.iter().map(|t| (t.line, t.text.as_str()))
 }
 
 /// `X.cu` becomes `X.hip`; headers keep their names.
@@ -280,5 +307,22 @@ mod tests {
         let names = declared_names(&lexer::lex(src).tokens);
         // (`class T` of the template counts too: harmless, a name the tree declares)
         assert_eq!(names, ["__nv_x", "FULL", "shfl_xor_sync", "T", "at"]);
+    }
+
+    #[test]
+    fn recorded_provenance_names_each_output_lines_source_and_rules() {
+        crate::provenance::record(true);
+        let src = "// affine\n__global__ void k(__nv_bfloat16 *x) {\n  x[0] = x[1];\n}\n";
+        let inputs = [TreeFile { rel_path: "affine.cu".into(), contents: src.as_bytes().to_vec() }];
+        let out = run_pipeline(&inputs, &KernelContext::new("t 1.0")).unwrap();
+        let p = &out.provenance["affine.hip"];
+        let hip = String::from_utf8(out.files.iter().find(|f| f.rel_path == "affine.hip").unwrap().contents.clone()).unwrap();
+        let at = |needle: &str| hip.lines().position(|l| l.contains(needle)).unwrap();
+        // the provenance and prelude lines are the translator's own
+        assert!(p.sources[0].is_empty() && p.sources[1].is_empty(), "{:?}", p.sources);
+        assert_eq!(p.sources[at("candle_bf16")], vec![2]);
+        assert_eq!(p.sources[at("x[0] = x[1]")], vec![3]);
+        assert_eq!(p.rules_on(at("candle_bf16") + 1..=at("candle_bf16") + 1), BTreeMap::from([("names", 1)]));
+        assert!(p.rules_on(at("x[0]") + 1..=at("x[0]") + 1).is_empty());
     }
 }
