@@ -31,6 +31,8 @@ use crate::regen::{manifest, parity};
 use crate::tree::{self, Tree};
 use crate::workspace::workspace_root;
 
+mod html;
+
 #[derive(Args, Debug)]
 pub struct ReviewArgs {
     /// The Candle input before: a crates.io release (X.Y.Z) or a checkout's directory
@@ -40,7 +42,8 @@ pub struct ReviewArgs {
     /// The Candle input after: a crates.io release (X.Y.Z) or a checkout's directory.
     #[arg(long, value_name = "X.Y.Z|DIR")]
     to: String,
-    /// Where review.md (the whole report) and summary.md (for a pull request) go
+    /// Where review.md (the whole report), review.html (the same, side by side) and summary.md
+    /// (for a pull request) go
     /// (default: target/review/FROM-TO).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -89,10 +92,11 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let timing = format!("regen of the input before: {:.1} s, after: {:.1} s, pairing: {:.2} s", before.seconds, after.seconds, pairing);
     tree::write_file_atomic(&out.join("review.md"), review.markdown(&before, &after, &timing).as_bytes())?;
+    tree::write_file_atomic(&out.join("review.html"), html::render(&review, &before, &after, &timing).as_bytes())?;
     let summary = review.summary(&before, &after, &timing);
     tree::write_file_atomic(&out.join("summary.md"), summary.as_bytes())?;
     print!("{summary}");
-    println!("\nwhole report: {}", tree::shown(&out.join("review.md")).display());
+    println!("\nwhole report: {} (and review.html beside it)", tree::shown(&out.join("review.md")).display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -522,10 +526,14 @@ fn names_or_none(list: &[String]) -> String {
     }
 }
 
-/// The anchor of an upstream hunk: `u-` and the path's letters and digits, then its number.
+/// The anchor of an upstream hunk: `u-`, the path's [`path_slug`], then its number.
 pub fn anchor(path: &str, index: usize) -> String {
-    let p: String = path.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
-    format!("u-{p}-{}", index + 1)
+    format!("u-{}-{}", path_slug(path), index + 1)
+}
+
+/// A path's letters and digits, lowercased, each other character a `-`.
+fn path_slug(path: &str) -> String {
+    path.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect()
 }
 
 fn anchor_ref(path: &str, index: usize) -> String {
@@ -600,22 +608,56 @@ mod tests {
         assert!(summary.contains("explained by no upstream hunk: none"), "{summary}");
     }
 
+    /// The review of 0.11.0 → 0.11.1, made once for the tests that read it.
+    fn bump() -> &'static (Side, Side, Review) {
+        static BUMP: std::sync::OnceLock<(Side, Side, Review)> = std::sync::OnceLock::new();
+        BUMP.get_or_init(|| {
+            let root = workspace_root();
+            let (config, _) = upstream::load_config_and_text(&root).unwrap();
+            let side = |v: &str| regenerate(&upstream::from_registry(&config.candle, v).unwrap(), &root, &config.kernels.static_library);
+            let (a, b) = (side("0.11.0"), side("0.11.1"));
+            let review = Review::pair(&a, &b);
+            (a, b, review)
+        })
+    }
+
     /// The bump the docs show: every generated hunk is paired, a provenance line, or named.
     #[test]
     fn every_hunk_of_0_11_0_to_0_11_1_is_paired_or_named() {
-        let root = workspace_root();
-        let (config, _) = upstream::load_config_and_text(&root).unwrap();
-        let side = |v: &str| regenerate(&upstream::from_registry(&config.candle, v).unwrap(), &root, &config.kernels.static_library);
-        let (a, b) = (side("0.11.0"), side("0.11.1"));
-        let review = Review::pair(&a, &b);
+        let (a, b, review) = bump();
         assert!(review.generated.len() > 900, "{}", review.generated.len());
         let unexplained: Vec<String> = review.unexplained().map(|g| format!("{} {:?}", g.path, g.hunk.new)).collect();
         assert!(unexplained.is_empty(), "{unexplained:?}");
         // the report links every upstream hunk by an anchor of its own
-        let md = review.markdown(&a, &b, "t");
+        let md = review.markdown(a, b, "t");
         let anchors: Vec<&str> = md.match_indices("<a id=\"").map(|(i, _)| &md[i + 7..i + 7 + md[i + 7..].find('"').unwrap()]).collect();
         let unique: BTreeSet<&&str> = anchors.iter().collect();
         assert_eq!(anchors.len(), review.upstream.iter().map(|f| f.hunks.len()).sum::<usize>());
         assert_eq!(unique.len(), anchors.len());
+    }
+
+    /// review.html in a real headless browser (Chromium): it loads without a script error,
+    /// and its own check finds every in-page link resolved (one per file and one per hunk).
+    /// Without Chromium on PATH it says so and checks nothing (CI installs it).
+    #[test]
+    fn the_html_report_loads_in_a_headless_browser_with_every_anchor_resolved() {
+        let Some(browser) = ["chromium", "chromium-browser", "google-chrome"].into_iter().find(|b| std::process::Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success())) else {
+            eprintln!("SKIPPED: no Chromium on PATH (apt-get install chromium): review.html was not loaded in a browser");
+            return;
+        };
+        let (a, b, review) = bump();
+        let dir = tempfile::tempdir().unwrap();
+        let page = dir.path().join("review.html");
+        std::fs::write(&page, html::render(review, a, b, "t")).unwrap();
+        let out = std::process::Command::new(browser)
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--dump-dom"])
+            .arg(format!("file://{}", page.display()))
+            .output()
+            .unwrap();
+        let (dom, log) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let console_errors: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE") && (l.contains("Uncaught") || l.contains("Error"))).collect();
+        assert!(console_errors.is_empty(), "{console_errors:?}");
+        let links = review.upstream.len() + review.upstream.iter().map(|f| f.hunks.len()).sum::<usize>();
+        assert!(dom.contains(&format!("data-anchors=\"ok {links}\"")), "{}", dom.lines().find(|l| l.contains("data-anchors")).unwrap_or("no data-anchors: the page's script did not run"));
     }
 }
