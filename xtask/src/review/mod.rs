@@ -229,6 +229,10 @@ impl Review {
             .collect();
         let by_input: BTreeMap<&str, &UpstreamFile> = upstream.iter().map(|f| (f.path.as_str(), f)).collect();
 
+        if after.translation.is_err() {
+            // nothing generated to compare: the report is the error and the upstream hunks
+            return Review { upstream, generated: Vec::new(), added: Vec::new(), removed: Vec::new() };
+        }
         let (old_prov, new_prov) = (before.provenance(), after.provenance());
         let diff = tree::compare(old_tree, new_tree);
         let mut generated = Vec::new();
@@ -659,5 +663,27 @@ mod tests {
         assert!(console_errors.is_empty(), "{console_errors:?}");
         let links = review.upstream.len() + review.upstream.iter().map(|f| f.hunks.len()).sum::<usize>();
         assert!(dom.contains(&format!("data-anchors=\"ok {links}\"")), "{}", dom.lines().find(|l| l.contains("data-anchors")).unwrap_or("no data-anchors: the page's script did not run"));
+    }
+
+    /// An upstream edit regen cannot translate: the report names the error and the hunk
+    /// that brought its line.
+    #[test]
+    fn an_input_regen_stops_on_is_reported_with_the_hunk_that_brought_it() {
+        let root = workspace_root();
+        let (config, _) = upstream::load_config_and_text(&root).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let before = upstream_of(&dir.path().join("before"));
+        let after = upstream_of(&dir.path().join("after"));
+        let ptx = "__device__ int lead(int x) {\n  int l; asm(\"bfind.u32 %0, %1;\" : \"=r\"(l) : \"r\"(x)); return l;\n}\n";
+        edit(&after.kernels.root.join("src/affine.cu"), "#define AFFINE_OP", &format!("{ptx}#define AFFINE_OP"));
+        let (a, b) = (regenerate(&before, &root, &config.kernels.static_library), regenerate(&after, &root, &config.kernels.static_library));
+        assert!(b.translation.is_err());
+        let review = Review::pair(&a, &b);
+        assert!(review.generated.is_empty());
+        let md = review.markdown(&a, &b, "t");
+        let errors = &md[md.find("## New errors").expect("a New errors section")..md.find("## Per upstream file").unwrap()];
+        assert!(errors.contains("affine.cu:"), "{errors}");
+        assert!(errors.contains("Introduced by upstream hunk [1](#u-candle-kernels-src-affine-cu-1)") && errors.contains("+  int l; asm("), "{errors}");
+        assert!(review.summary(&a, &b, "t").contains("regen stops on the new input"));
     }
 }
