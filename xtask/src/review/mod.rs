@@ -39,9 +39,14 @@ pub struct ReviewArgs {
     /// (default: the release upstream.toml pins).
     #[arg(long, value_name = "X.Y.Z|DIR")]
     from: Option<String>,
-    /// The Candle input after: a crates.io release (X.Y.Z) or a checkout's directory.
-    #[arg(long, value_name = "X.Y.Z|DIR")]
-    to: String,
+    /// The Candle input after: a crates.io release (X.Y.Z) or a checkout's directory (with
+    /// --translator, the one input; default the pin).
+    #[arg(long, value_name = "X.Y.Z|DIR", required_unless_present = "translator")]
+    to: Option<String>,
+    /// Review a translator change instead: the input (--to) through the translator at this
+    /// commit, then through the working tree's; every generated hunk named by the rules on its lines.
+    #[arg(long, value_name = "REV", conflicts_with = "from")]
+    translator: Option<String>,
     /// Where review.md (the whole report), review.html (the same, side by side) and summary.md
     /// (for a pull request) go
     /// (default: target/review/FROM-TO).
@@ -79,15 +84,19 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
             upstream::from_registry(&config.candle, spec)
         }
     };
-    let before = regenerate(&resolve(&from)?, &root, &config.kernels.static_library);
-    let after = regenerate(&resolve(&args.to)?, &root, &config.kernels.static_library);
+    let to = args.to.clone().unwrap_or_else(|| config.candle.version.clone());
+    let after = regenerate(&resolve(&to)?, &root, &config.kernels.static_library);
+    let (before, from) = match &args.translator {
+        Some(rev) => (translator_side(&root, rev, &to, &after)?, format!("translator-{rev}")),
+        None => (regenerate(&resolve(&from)?, &root, &config.kernels.static_library), from),
+    };
     if let Err(e) = &before.translation {
         bail!("regen stops on the input before ({}), so there is nothing to compare with: {e}", before.label);
     }
     let start = Instant::now();
     let review = Review::pair(&before, &after);
     let pairing = start.elapsed().as_secs_f64();
-    let name = format!("{}-{}", slug(&from), slug(&args.to));
+    let name = format!("{}-{}", slug(&from), slug(&to));
     let out = args.out.clone().unwrap_or_else(|| root.join("target/review").join(name));
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let timing = format!("regen of the input before: {:.1} s, after: {:.1} s, pairing: {:.2} s", before.seconds, after.seconds, pairing);
@@ -117,6 +126,47 @@ pub fn regenerate(upstream: &Upstream, root: &Path, static_library: &[String]) -
         Err(_) => upstream.crates().iter().flat_map(|c| crate_files(&c.name, &c.root)).collect(),
     };
     Side { label: upstream.describe(), inputs, translation, seconds: start.elapsed().as_secs_f64() }
+}
+
+/// The input of `after` through the translator at commit `rev`: its tree checked out under
+/// target/review/translator/, its `regen` run there into its own generated/ (so that paths
+/// to the hand-written crates are what they would be here), read back. No provenance:
+/// that side's hunks are named through the working tree's.
+fn translator_side(root: &Path, rev: &str, input: &str, after: &Side) -> Result<Side> {
+    let start = Instant::now();
+    let work = root.join("target/review/translator");
+    let checkout = work.join("tree");
+    if checkout.exists() {
+        std::fs::remove_dir_all(&checkout).with_context(|| format!("removing {}", checkout.display()))?;
+    }
+    std::fs::create_dir_all(&checkout)?;
+    let archive = std::process::Command::new("git").args(["archive", "--format=tar", rev]).current_dir(root).output().context("running git archive")?;
+    if !archive.status.success() {
+        bail!("--translator {rev}: git archive failed: {}", String::from_utf8_lossy(&archive.stderr).trim());
+    }
+    let mut untar = std::process::Command::new("tar").arg("-x").current_dir(&checkout).stdin(std::process::Stdio::piped()).spawn().context("running tar")?;
+    std::io::Write::write_all(untar.stdin.as_mut().context("tar's stdin")?, &archive.stdout)?;
+    if !untar.wait()?.success() {
+        bail!("--translator {rev}: unpacking its tree failed");
+    }
+    let source = if Path::new(input).is_dir() { vec!["--candle-src".to_string(), std::fs::canonicalize(input)?.display().to_string()] } else { vec!["--candle-version".to_string(), input.to_string()] };
+    eprintln!("== regen with the translator at {rev} (its xtask built in {})", tree::shown(&work.join("target")).display());
+    let status = std::process::Command::new("cargo")
+        .args(["run", "--quiet", "--package", "xtask", "--", "regen"])
+        .args(&source)
+        .arg("--out")
+        .arg(checkout.join("generated"))
+        .env("CARGO_TARGET_DIR", work.join("target"))
+        .current_dir(&checkout)
+        // its run report is this run's regen report again; its errors are shown
+        .stdout(std::process::Stdio::null())
+        .status()
+        .context("running cargo")?;
+    if !status.success() {
+        bail!("--translator {rev}: its regen of {input} failed (above)");
+    }
+    let tree = tree::read_tree(&checkout.join("generated"))?.into_iter().filter(|(p, _)| !p.ends_with("/Cargo.lock")).collect();
+    Ok(Side { label: format!("{input} through the translator at {rev}"), inputs: after.inputs.clone(), translation: Ok((Vec::new(), tree)), seconds: start.elapsed().as_secs_f64() })
 }
 
 fn crate_files(name: &str, root: &Path) -> Vec<(String, Vec<u8>)> {
@@ -392,9 +442,21 @@ impl Review {
             }
         }
         s.push_str("## Generated hunks no upstream hunk explains\n\n");
-        let unexplained: Vec<&GeneratedHunk> = self.unexplained().collect();
+        let mut unexplained: Vec<&GeneratedHunk> = self.unexplained().collect();
         if unexplained.is_empty() {
             s.push_str("None: every generated change comes from an upstream change (or is a file's provenance line).\n");
+        } else {
+            // by the rules on their lines: one rule's change reads as one group
+            unexplained.sort_by_key(|g| (g.rules.keys().copied().collect::<Vec<_>>(), g.path.clone(), g.hunk.new.start));
+            s.push_str("By the rules on their lines:\n\n");
+            let mut groups: BTreeMap<String, usize> = BTreeMap::new();
+            for g in &unexplained {
+                *groups.entry(rule_names(&g.rules)).or_default() += 1;
+            }
+            for (rules, n) in &groups {
+                let _ = writeln!(s, "- {rules}: {n}");
+            }
+            s.push('\n');
         }
         for g in unexplained {
             let from = match &g.cause {
@@ -419,6 +481,13 @@ fn explain(path: &str, hunk: Hunk, old_p: Option<&(String, LineProvenance)>, new
             for (r, n) in p.rules_on(range.start + 1..=range.end) {
                 *rules.entry(r).or_default() += n;
             }
+        }
+    }
+    // lines only removed, and the side before has no provenance (another translator's): the
+    // rules on the lines around the place they were removed from
+    if let (true, None, Some((_, p))) = (hunk.new.is_empty(), old_p, new_p) {
+        for (r, n) in p.rules_on(hunk.new.start.max(1)..=hunk.new.start + 1) {
+            *rules.entry(r).or_default() += n;
         }
     }
     let input = new_p.or(old_p).map(|(i, _)| i.clone());
@@ -466,13 +535,17 @@ fn same_file_upstream(path: &str, upstream: &BTreeMap<&str, &UpstreamFile>) -> O
     upstream.contains_key(candidate.as_str()).then_some(candidate)
 }
 
-/// `(step, rule, before, after)` for every rule count that differs.
+/// `(step, rule, before, after)` for every rule count that differs, as each side's
+/// MANIFEST.toml records them.
 fn rule_count_changes(before: &Side, after: &Side) -> Vec<(String, String, usize, usize)> {
     let counts = |side: &Side| -> BTreeMap<(String, String), usize> {
-        match &side.translation {
-            Ok((steps, _)) => steps.iter().flat_map(|s| s.rule_counts.iter().map(|(r, n)| ((s.name.to_string(), r.to_string()), *n))).collect(),
-            Err(_) => BTreeMap::new(),
-        }
+        let Some(text) = side.translation.as_ref().ok().and_then(|(_, t)| t.get(manifest::MANIFEST)) else { return BTreeMap::new() };
+        let table: toml::Table = String::from_utf8_lossy(text).parse().unwrap_or_default();
+        let steps = table.get("rule_counts").and_then(|r| r.as_table()).cloned().unwrap_or_default();
+        steps
+            .iter()
+            .flat_map(|(step, rules)| rules.as_table().into_iter().flatten().map(move |(r, n)| ((step.clone(), r.clone()), n.as_integer().unwrap_or(0) as usize)))
+            .collect()
     };
     let (a, b) = (counts(before), counts(after));
     let keys: BTreeSet<&(String, String)> = a.keys().chain(b.keys()).collect();
@@ -512,6 +585,15 @@ fn lines(r: &Range<usize>) -> String {
         0 => format!("(none, after {})", r.start),
         1 => format!("{}", r.start + 1),
         _ => format!("{}-{}", r.start + 1, r.end),
+    }
+}
+
+/// The rules' names, or what no rule means.
+fn rule_names(rules: &BTreeMap<&'static str, usize>) -> String {
+    if rules.is_empty() {
+        "no rule (the translator's own text, or facts of the whole tree)".to_string()
+    } else {
+        rules.keys().copied().collect::<Vec<_>>().join(" + ")
     }
 }
 
@@ -685,5 +767,33 @@ mod tests {
         assert!(errors.contains("affine.cu:"), "{errors}");
         assert!(errors.contains("Introduced by upstream hunk [1](#u-candle-kernels-src-affine-cu-1)") && errors.contains("+  int l; asm("), "{errors}");
         assert!(review.summary(&a, &b, "t").contains("regen stops on the new input"));
+    }
+
+    /// A translator change on the same input, as `--translator` reviews it: the side before
+    /// is another translator's tree (no provenance of its own). Here that tree is the working
+    /// tree's output with the row `__nv_bfloat162 -> candle_bf16x2` of rule `names` spelled
+    /// otherwise: every hunk it gives is named `names`, and none comes from an upstream hunk.
+    #[test]
+    fn a_translator_change_shows_up_under_its_rule() {
+        let (_, after, _) = bump();
+        let (_, tree) = after.translation.as_ref().unwrap();
+        let mut old = tree.clone();
+        let mut edited = 0;
+        for (path, bytes) in old.iter_mut().filter(|(p, _)| p.starts_with("kernels/") && (p.ends_with(".hip") || p.ends_with(".cuh"))) {
+            let text = String::from_utf8_lossy(bytes).into_owned();
+            if text.contains("candle_bf16x2") && !path.contains("candle_hip_compat") {
+                *bytes = text.replace("candle_bf16x2", "candle_bfloat16x2").into_bytes();
+                edited += 1;
+            }
+        }
+        assert!(edited > 0);
+        let before = Side { label: "another translator".into(), inputs: after.inputs.clone(), translation: Ok((Vec::new(), old)), seconds: 0.0 };
+        let review = Review::pair(&before, after);
+        assert!(review.upstream.is_empty());
+        assert!(!review.generated.is_empty());
+        for g in &review.generated {
+            assert!(matches!(g.cause, Cause::Unexplained { .. }), "{:?}", g.cause);
+            assert_eq!(g.rules.keys().copied().collect::<Vec<_>>(), ["names"], "{} {}", g.path, g.hunk.text);
+        }
     }
 }
