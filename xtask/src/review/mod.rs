@@ -382,6 +382,8 @@ impl Review {
         }
         let kernels = |list: &[String]| list.iter().filter(|p| p.starts_with("kernels/")).cloned().collect::<Vec<_>>();
         let _ = writeln!(s, "Generated kernel files added: {}; removed: {}\n", names_or_none(&kernels(&self.added)), names_or_none(&kernels(&self.removed)));
+        let (new_launchers, gone_launchers) = launcher_changes(before, after);
+        let _ = writeln!(s, "Launchers (`kernels/ffi.rs`) added: {}; removed: {}\n", names_or_none(&new_launchers), names_or_none(&gone_launchers));
         let others: Vec<String> = self.added.iter().chain(&self.removed).filter(|p| !p.starts_with("kernels/")).cloned().collect();
         if !others.is_empty() {
             let _ = writeln!(s, "Other generated files added or removed: {}\n", names_or_none(&others));
@@ -553,6 +555,28 @@ fn rule_count_changes(before: &Side, after: &Side) -> Vec<(String, String, usize
         .filter(|k| a.get(*k) != b.get(*k))
         .map(|k| (k.0.clone(), k.1.clone(), a.get(k).copied().unwrap_or(0), b.get(k).copied().unwrap_or(0)))
         .collect()
+}
+
+/// The launchers `kernels/ffi.rs` declares (`fn NAME(` in its extern blocks) only after, and
+/// only before.
+fn launcher_changes(before: &Side, after: &Side) -> (Vec<String>, Vec<String>) {
+    let names = |side: &Side| -> BTreeSet<String> {
+        let Some(text) = side.translation.as_ref().ok().and_then(|(_, t)| t.get("kernels/ffi.rs")) else { return BTreeSet::new() };
+        let Ok(file) = syn::parse_file(&String::from_utf8_lossy(text)) else { return BTreeSet::new() };
+        file.items
+            .iter()
+            .filter_map(|i| match i {
+                syn::Item::ForeignMod(m) => Some(m.items.iter().filter_map(|f| match f {
+                    syn::ForeignItem::Fn(f) => Some(f.sig.ident.to_string()),
+                    _ => None,
+                })),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    };
+    let (a, b) = (names(before), names(after));
+    (b.difference(&a).cloned().collect(), a.difference(&b).cloned().collect())
 }
 
 /// The gaps (PARITY.md's items left out on ROCm) only before, and only after; compared
