@@ -16,7 +16,7 @@
 # (`mistralrs serve`), a CUDA server and a ROCm one, teacher-forced along the CUDA build's greedy
 # words (bench/mistralrs/teacher_forced.py: both sides see the same prefix at every step, so a
 # near-tie decided differently does not derail the rest); and the plain f32 case's servers answer
-# a chat request: ROCm's words must be CUDA's answer, or else the CPU's words.
+# a chat request (before the teacher forcing): ROCm's words must be CUDA's answer, or else the CPU's words.
 #
 # Speed, on a larger made-up Llama (`make-models mistralrs-speed`: 0.73B weights), a 512-word
 # prompt and 128 tokens: mistral.rs's own prompt and decode rates, each side's best of RUNS runs (runs
@@ -54,6 +54,8 @@ selected() { [[ -z ${CASES:-} || " $CASES " == *" $1 "* ]]; }
 
 # `speed LOG WHAT`: mistral.rs's `WHAT: N tokens, X T/s` rate
 speed() { sed -n "s/^$2: [0-9]* tokens, \([0-9.]*\) T\/s.*/\1/p" "$1" | tail -1; }
+# `median V...`: the median of the numbers given (the mean of the middle two when even), empty when none
+median() { printf '%s\n' "$@" | sort -g | awk 'NF { v[n++] = $1 } END { if (n) printf "%.2f\n", n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2 }'; }
 # `ratio A B`: A/B to two places, NA when either is missing
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "NA"; else printf "%.2f\n", a / b }'; }
 # `follows REFERENCE_LOG LOG`: how far LOG's greedy words are REFERENCE_LOG's ("128/128", "17/128")
@@ -66,9 +68,17 @@ follows() {
     *) echo "NA" ;;
   esac
 }
+# a run that dies of a signal writes its stack and mappings into its log (crash_trace.c; the
+# addresses are resolved where the unstripped binaries were built)
+trace=()
+if gcc -shared -fPIC -O1 -o "$scratch/crash_trace.so" bench/mistralrs/crash_trace.c 2>"$out/logs/crash_trace.log"; then
+  trace=(LD_PRELOAD="$scratch/crash_trace.so")
+else
+  echo "warning: crash_trace.so not built (no stacks for crashes): $(head -1 "$out/logs/crash_trace.log")"
+fi
 # the programs and their environments (env prefixes)
-rocm_cmd=("${rocm_env[@]}" RUST_LOG=error "$bin/rocm/mistralrs" --token-source none)
-cuda_cmd=("${cuda_env[@]}" RUST_LOG=error "$bin/cuda/mistralrs" --token-source none)
+rocm_cmd=("${rocm_env[@]}" "${trace[@]}" RUST_LOG=error "$bin/rocm/mistralrs" --token-source none)
+cuda_cmd=("${cuda_env[@]}" "${trace[@]}" RUST_LOG=error "$bin/cuda/mistralrs" --token-source none)
 # `program SIDE ARGS...`: exec's SIDE's mistralrs (cpu: the CUDA build's CPU backend), so that a
 # background one's $! is its own pid
 program() {
@@ -99,6 +109,34 @@ serve() {
   return 1
 }
 stop() { kill "$@" 2>/dev/null; wait "$@" 2>/dev/null; }
+# `teacher_force NAME PORT PROMPT MODEL_ARGS...`: a CUDA server on PORT and a ROCm one on PORT+1
+# (logs OUT/logs/NAME.server-{cuda,rocm}.log), the ROCm one teacher-forced along the CUDA one's
+# greedy words for $steps steps (bench/mistralrs/teacher_forced.py): sets $tf (top-1 agreement, the
+# largest score difference, CUDA's largest margin where they differ; or why there is none). With
+# chat_request=yes both servers answer an OpenAI-style chat request, greedy, first
+# (OUT/logs/chat-{cuda,rocm}.json)
+teacher_force() {
+  local name=$1 port=$2 p=$3 cuda_server
+  shift 3
+  tf="no CUDA server	NA	NA"
+  serve "$out/logs/$name.server-cuda.log" "$port" cuda "$@" || return 0
+  cuda_server=$served
+  if serve "$out/logs/$name.server-rocm.log" $((port + 1)) rocm "$@"; then
+    if [[ ${chat_request:-no} == yes ]]; then
+      local request side
+      request=$(printf '{"model":"default","messages":[{"role":"user","content":"%s"}],"max_tokens":128,"temperature":0}' "$p")
+      for side in cuda:$port rocm:$((port + 1)); do
+        curl -sf "http://127.0.0.1:${side#*:}/v1/chat/completions" -H 'Content-Type: application/json' -d "$request" >"$out/logs/chat-${side%%:*}.json"
+      done
+    fi
+    tf=$(python3 bench/mistralrs/teacher_forced.py "http://127.0.0.1:$port" "http://127.0.0.1:$((port + 1))" "$p" "$steps" 2>>"$out/logs/$name.server-rocm.log") \
+      || tf="failed	NA	NA"
+    stop "$served"
+  else
+    tf="no ROCm server	NA	NA"
+  fi
+  stop "$cuda_server"
+}
 # `paged on|off`: the paged-attention arguments; its KV cache sized for 4096 tokens (by default
 # mistral.rs takes 90% of the free GPU memory, and two servers share the GPU here)
 paged() { if [[ $1 == on ]]; then echo "--paged-attn on --pa-context-len 4096"; else echo "--paged-attn off"; fi; }
@@ -135,6 +173,38 @@ cases=(
   "isq-afq8|$llama --dtype f32 --isq afq8|off"
 )
 
+# ---- CRASH_HUNT=N: instead of the rest, each selected agreement case N times on each GPU side,
+# HUNT_PARALLEL (default 8) runs at a time; OUT/crash-hunt.tsv counts the runs that died of a
+# signal, and each one's log holds its stack (crash_trace.c)
+if [[ -n ${CRASH_HUNT:-} ]]; then
+  htsv=$out/crash-hunt.tsv
+  printf '# gpu: %s\ncase\tside\truns\tsignalled\texit_statuses\n' "$gpu" >"$htsv"
+  for c in "${cases[@]}"; do
+    IFS='|' read -r name args paged <<<"$c"
+    selected "$name" || continue
+    for s in rocm cuda; do
+      for run in $(seq "$CRASH_HUNT"); do
+        # shellcheck disable=SC2086
+        (generate "$out/logs/hunt-$name.$s.$run.log" "$s" "$prompt" $args $(paged "$paged"); echo $? >"$out/logs/hunt-$name.$s.$run.rc") &
+        (( run % ${HUNT_PARALLEL:-8} == 0 )) && wait
+      done
+      wait
+      statuses=$(cat "$out/logs/hunt-$name.$s".*.rc | sort -n | uniq -c | awk '{ printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1 }')
+      signalled=$(cat "$out/logs/hunt-$name.$s".*.rc | awk '$1 > 128 { n++ } END { print n + 0 }')
+      printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$s" "$CRASH_HUNT" "$signalled" "$statuses" >>"$htsv"
+      tail -1 "$htsv"
+      # the logs of clean runs are not kept
+      for rc in "$out/logs/hunt-$name.$s".*.rc; do
+        [[ $(cat "$rc") == 0 ]] && rm -f "${rc%.rc}.log"
+        rm -f "$rc"
+      done
+    done
+  done
+  grep -h -A80 '^== crash_trace: signal' "$out"/logs/hunt-*.log >"$out/crash-traces.txt" 2>/dev/null
+  tar -czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$out/logs"
+  exit 0
+fi
+
 tsv=$out/mistralrs-gpu.tsv
 printf '# gpu: %s\n' "$gpu" >"$tsv"
 printf 'case\tagree\tgreedy\tteacher_forced_top1\tmax_score_diff\tmax_margin_at_difference\trocm_follows_cpu\tcuda_follows_cpu\trocm_prompt_tok_s\tcuda_prompt_tok_s\trocm_decode_tok_s\tcuda_decode_tok_s\n' >>"$tsv"
@@ -167,31 +237,15 @@ for c in "${cases[@]}"; do
     rocm_cpu="CPU failed"
     cuda_cpu="CPU failed"
   fi
-  # the same case through a CUDA server and a ROCm server, teacher-forced along CUDA's words
+  # the same case through a CUDA server and a ROCm server, teacher-forced along CUDA's words; the
+  # plain f32 case's servers answer a chat request too
+  chat_request=no
+  [[ $name == plain-f32 ]] && chat_request=yes
   # shellcheck disable=SC2086
-  if serve "$out/logs/$name.server-cuda.log" "$port" cuda $args $(paged "$paged"); then
-    cuda_server=$served
-    # shellcheck disable=SC2086
-    if serve "$out/logs/$name.server-rocm.log" $((port + 1)) rocm $args $(paged "$paged"); then
-      tf=$(python3 bench/mistralrs/teacher_forced.py "http://127.0.0.1:$port" "http://127.0.0.1:$((port + 1))" "$prompt" "$steps" 2>>"$out/logs/$name.server-rocm.log") \
-        || tf="failed	NA	NA"
-      if [[ $name == plain-f32 ]]; then
-        # an OpenAI-style chat request to both servers, greedy: ROCm's answer must be CUDA's, or
-        # else the CPU's words (CUDA's own f32 runs have parted from the CPU's from run to run)
-        request=$(printf '{"model":"default","messages":[{"role":"user","content":"%s"}],"max_tokens":128,"temperature":0}' "$prompt")
-        for p in cuda:$port rocm:$((port + 1)); do
-          curl -sf "http://127.0.0.1:${p#*:}/v1/chat/completions" -H 'Content-Type: application/json' -d "$request" >"$out/logs/chat-${p%%:*}.json"
-        done
-        chat=$("$bin/make-models" compare tokens "$out/logs/chat-cuda.json" "$out/logs/chat-rocm.json" | cut -f1,2)
-        chat_cpu=$("$bin/make-models" compare tokens "$out/logs/plain-f32.cpu.log" "$out/logs/chat-rocm.json" | cut -f1,2)
-      fi
-      stop "$served"
-    else
-      tf="no ROCm server	NA	NA"
-    fi
-    stop "$cuda_server"
-  else
-    tf="no CUDA server	NA	NA"
+  teacher_force "$name" "$port" "$prompt" $args $(paged "$paged")
+  if [[ $chat_request == yes && -s $out/logs/chat-rocm.json ]]; then
+    chat=$("$bin/make-models" compare tokens "$out/logs/chat-cuda.json" "$out/logs/chat-rocm.json" | cut -f1,2)
+    chat_cpu=$("$bin/make-models" compare tokens "$out/logs/plain-f32.cpu.log" "$out/logs/chat-rocm.json" | cut -f1,2)
   fi
   # agreement: identical greedy words, else every teacher-forced step's top-1
   agree=no
@@ -221,8 +275,8 @@ speed_cases=(
 stsv=$out/mistralrs-speed.tsv
 printf '# gpu: %s\n' "$gpu" >"$stsv"
 runs=${RUNS:-6}
-printf '# runs per side and case: %s (the best rate of those that exit 0)\n' "$runs" >>"$stsv"
-printf 'case\trocm_prompt_tok_s\tcuda_prompt_tok_s\tprompt_rocm_over_cuda\trocm_decode_tok_s\tcuda_decode_tok_s\tdecode_rocm_over_cuda\tnonzero_exits\tgreedy\tteacher_forced_top1\tmax_score_diff\tmax_margin_at_difference\n' >>"$stsv"
+printf '# runs per side and case: %s (the best rate of those that exit 0, and the ratio of the two sides'"'"' medians)\n' "$runs" >>"$stsv"
+printf 'case\trocm_prompt_tok_s\tcuda_prompt_tok_s\tprompt_rocm_over_cuda\tprompt_median_ratio\trocm_decode_tok_s\tcuda_decode_tok_s\tdecode_rocm_over_cuda\tdecode_median_ratio\tnonzero_exits\tgreedy\tteacher_forced_top1\tmax_score_diff\tmax_margin_at_difference\n' >>"$stsv"
 made=no
 for c in "${speed_cases[@]}"; do
   IFS='|' read -r name args paged <<<"$c"
@@ -232,7 +286,7 @@ for c in "${speed_cases[@]}"; do
       || { cat "$out/logs/make-models-speed.log"; echo "error: make-models mistralrs-speed failed"; exit 1; }
   fi
   made=yes
-  declare -A best=() bad=()
+  declare -A best=() bad=() rates=()
   for run in $(seq "$runs"); do
     for s in cuda rocm; do
       log=$out/logs/$name.$s.$run.log
@@ -247,6 +301,7 @@ for c in "${speed_cases[@]}"; do
       fi
       for what in Prompt Decode; do
         v=$(speed "$log" "$what")
+        [[ -n $v ]] && rates[$s$what]+=" $v"
         [[ -n $v ]] && awk -v v="$v" -v b="${best[$s$what]:-0}" 'BEGIN { exit !(v > b) }' && best[$s$what]=$v
       done
     done
@@ -257,24 +312,19 @@ for c in "${speed_cases[@]}"; do
   if [[ $greedy != yes* ]]; then
     port=$((base_port + 2 * index))
     index=$((index + 1))
+    chat_request=no
     # shellcheck disable=SC2086
-    if serve "$out/logs/$name.server-cuda.log" "$port" cuda $args $(paged "$paged"); then
-      cuda_server=$served
-      # shellcheck disable=SC2086
-      if serve "$out/logs/$name.server-rocm.log" $((port + 1)) rocm $args $(paged "$paged"); then
-        tf=$(python3 bench/mistralrs/teacher_forced.py "http://127.0.0.1:$port" "http://127.0.0.1:$((port + 1))" "$long_prompt" "$steps" 2>>"$out/logs/$name.server-rocm.log") \
-          || tf="failed	NA	NA"
-        stop "$served"
-      fi
-      stop "$cuda_server"
-    fi
+    teacher_force "$name" "$port" "$long_prompt" $args $(paged "$paged")
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" \
+  # shellcheck disable=SC2086
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" \
     "${best[rocmPrompt]:-NA}" "${best[cudaPrompt]:-NA}" "$(ratio "${best[rocmPrompt]:-}" "${best[cudaPrompt]:-}")" \
+    "$(ratio "$(median ${rates[rocmPrompt]:-})" "$(median ${rates[cudaPrompt]:-})")" \
     "${best[rocmDecode]:-NA}" "${best[cudaDecode]:-NA}" "$(ratio "${best[rocmDecode]:-}" "${best[cudaDecode]:-}")" \
+    "$(ratio "$(median ${rates[rocmDecode]:-})" "$(median ${rates[cudaDecode]:-})")" \
     "rocm ${bad[rocm]:-0}, cuda ${bad[cuda]:-0}" "$(cut -f2 <<<"$greedy")" "$tf" >>"$stsv"
   tail -1 "$stsv"
-  unset best bad
+  unset best bad rates
 done
 tar -czf "$out/logs.tar.gz" -C "$out" logs
 exit $failed

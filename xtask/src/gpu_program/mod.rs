@@ -262,8 +262,9 @@ fn build_cuda(root: &Path, out: &Path, build: &CudaBuild) -> Result<()> {
 }
 
 /// A crates.io package (fetched when absent) copied out of the registry into
-/// target/examples-parity/cuda-src (the registry is never written). The copy sits under this repository's workspace
-/// root: a `[workspace]` of its own keeps cargo from taking it as a member. Its files
+/// target/examples-parity/cuda-src (the registry is never written). The copy sits under
+/// this repository's workspace root: a `[workspace]` of its own keeps cargo from taking
+/// it as a member. Its files
 /// that regen repairs (rule `upstream-repairs`: code that does not compile against what
 /// the release pins, such as candle-examples' llama_multiprocess) get the same repairs,
 /// printed with prettyplease; everything else, and Cargo.lock, as published.

@@ -14,7 +14,6 @@ use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use std::path::Path;
 
-
 fn weight(seed: u64, name: &str, rows: usize, cols: usize, scale: f32) -> Result<Tensor> {
     let std = scale / (cols as f32).sqrt();
     let v = Normal::for_name(seed, name).vec(rows * cols, std, 0.0);
