@@ -107,13 +107,21 @@ pub unsafe extern "C" fn rocblas_create_handle(handle: *mut cublasHandle_t) -> r
             return Err(rocblas_status_invalid_handle);
         }
         ready()?;
-        check(cublas::cublasCreate_v2(handle))
+        check(cublas::cublasCreate_v2(handle))?;
+        crate::watch_exit();
+        Ok(())
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn rocblas_destroy_handle(handle: cublasHandle_t) -> rocblas_status {
-    blas_call(|| check(cublas::cublasDestroy_v2(handle_of(handle)?)))
+    blas_call(|| {
+        let handle = handle_of(handle)?;
+        if crate::exiting() {
+            return Ok(());
+        }
+        check(cublas::cublasDestroy_v2(handle))
+    })
 }
 
 #[no_mangle]

@@ -77,6 +77,35 @@ pub(crate) fn loadable(
     })
 }
 
+static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn mark_exiting() {
+    EXITING.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+extern "C" {
+    fn atexit(f: extern "C" fn()) -> std::ffi::c_int;
+}
+
+/// Registers (once) an exit handler that marks the process as exiting. Called after a
+/// cuBLAS handle or cuRAND generator was created: the CUDA runtime those libraries carry
+/// inside has registered its own exit handlers by then, and exit runs handlers in reverse
+/// order, so this one runs before their teardown.
+pub(crate) fn watch_exit() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| unsafe {
+        atexit(mark_exiting);
+    });
+}
+
+/// Whether the process is exiting: cuBLAS and cuRAND may have torn down their state, so
+/// destroying a handle there is skipped (the process frees it). A program whose threads
+/// still drop their handles while `main` returns (mistral.rs's engine thread) otherwise
+/// crashes inside `cublasDestroy` (bench/mistralrs/run.sh, `CRASH_HUNT`).
+pub(crate) fn exiting() -> bool {
+    EXITING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Declares a translation table from an ABI value of ours (a C enum value of
 /// rocm-rs's bindings, given with its C name) to a CUDA-side value, and a test
 /// helper listing (name, our value, rocm-rs's value) for every entry:

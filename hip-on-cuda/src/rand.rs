@@ -65,13 +65,21 @@ pub unsafe extern "C" fn rocrand_create_generator(
             return Err(ROCRAND_STATUS_INTERNAL_ERROR);
         }
         current().map_err(|_| ROCRAND_STATUS_INTERNAL_ERROR)?;
-        check(curand::curandCreateGenerator(out, rng_type))
+        check(curand::curandCreateGenerator(out, rng_type))?;
+        crate::watch_exit();
+        Ok(())
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn rocrand_destroy_generator(g: curandGenerator_t) -> rocrand_status {
-    rand_call(|| check(curand::curandDestroyGenerator(generator(g)?)))
+    rand_call(|| {
+        let g = generator(g)?;
+        if crate::exiting() {
+            return Ok(());
+        }
+        check(curand::curandDestroyGenerator(g))
+    })
 }
 
 #[no_mangle]
