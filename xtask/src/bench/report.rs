@@ -145,8 +145,13 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
     md.push_str("### Speed, ROCm build over CUDA build\n\n");
     match load(MISTRALRS_SPEED.0)? {
         Some(t) => {
-            md.push_str("The made-up Llama at 0.73B weights (16 layers, hidden 2048), a 512-word prompt and 128 greedy tokens; mistral.rs's own prompt and decode rates (tokens/s), each side's best of its runs, which alternate between the sides; a run that exits non-zero is counted and left out. The target is 0.9 or more. Where the greedy words part, both sides are teacher-forced along CUDA's, as above.\n\n");
-            simple_section(&mut md, MISTRALRS_SPEED, &t, &["case", "rocm_prompt_tok_s", "cuda_prompt_tok_s", "prompt_rocm_over_cuda", "rocm_decode_tok_s", "cuda_decode_tok_s", "decode_rocm_over_cuda", "nonzero_exits", "greedy", "teacher_forced_top1", "max_margin_at_difference", "max_score_diff"])?
+            md.push_str("The made-up Llama at 0.73B weights (16 layers, hidden 2048), a 512-word prompt and 128 greedy tokens; mistral.rs's own prompt and decode rates (tokens/s), each side's best of its runs, which alternate between the sides, and the ratio of the two sides' medians; a run that exits non-zero is counted and left out. The target is 0.9 or more. Where the greedy words part, both sides are teacher-forced along CUDA's, as above.\n\n");
+            simple_section(
+                &mut md,
+                MISTRALRS_SPEED,
+                &t,
+                &["case", "rocm_prompt_tok_s", "cuda_prompt_tok_s", "prompt_rocm_over_cuda", "prompt_median_ratio", "rocm_decode_tok_s", "cuda_decode_tok_s", "decode_rocm_over_cuda", "decode_median_ratio", "nonzero_exits", "greedy", "teacher_forced_top1", "max_margin_at_difference", "max_score_diff"],
+            )?
         }
         None => writeln!(md, "Not measured yet ({}).\n", MISTRALRS_SPEED.1)?,
     }
