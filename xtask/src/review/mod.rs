@@ -493,8 +493,13 @@ fn explain(path: &str, hunk: Hunk, old_p: Option<&(String, LineProvenance)>, new
         }
     }
     let input = new_p.or(old_p).map(|(i, _)| i.clone());
-    let cause = match input.as_deref().and_then(|i| upstream.get(i)) {
-        Some(f) => {
+    // a file's first line, of no source on either side: the release it names
+    let provenance_line = hunk.old == (0..1) && hunk.new == (0..1) && old_src.is_empty() && new_src.is_empty();
+    let cause = match (old_p, new_p, input.as_deref().and_then(|i| upstream.get(i))) {
+        // printed before and copied now (or back): the whole file changed form
+        (Some((_, a)), Some((_, b)), Some(f)) if printed(a) != printed(b) => Cause::WholeFile { input: f.path.clone(), now_copied: !printed(b) },
+        _ if provenance_line => Cause::ProvenanceLine,
+        (_, _, Some(f)) => {
             // 1-based source lines against 0-based hunk ranges
             let hit: Vec<usize> = f
                 .hunks
@@ -503,20 +508,9 @@ fn explain(path: &str, hunk: Hunk, old_p: Option<&(String, LineProvenance)>, new
                 .filter(|(_, h)| new_src.iter().any(|&l| h.new.contains(&(l as usize).wrapping_sub(1))) || old_src.iter().any(|&l| h.old.contains(&(l as usize).wrapping_sub(1))))
                 .map(|(i, _)| i)
                 .collect();
-            if hit.is_empty() { Cause::Unexplained { input: input.clone() } } else { Cause::Paired { input: f.path.clone(), hunks: hit } }
+            if hit.is_empty() { Cause::Unexplained { input } } else { Cause::Paired { input: f.path.clone(), hunks: hit } }
         }
-        None if hunk.old == (0..1) && hunk.new == (0..1) && old_src.is_empty() && new_src.is_empty() => Cause::ProvenanceLine,
-        None => Cause::Unexplained { input: input.clone() },
-    };
-    // a provenance line inside a file whose input changed
-    let cause = match cause {
-        Cause::Unexplained { .. } if hunk.old == (0..1) && hunk.new == (0..1) && old_src.is_empty() && new_src.is_empty() => Cause::ProvenanceLine,
-        c => c,
-    };
-    // printed before and copied now (or back): the whole file changed form
-    let cause = match (old_p, new_p, &input) {
-        (Some((_, a)), Some((_, b)), Some(i)) if printed(a) != printed(b) && upstream.contains_key(i.as_str()) => Cause::WholeFile { input: i.clone(), now_copied: !printed(b) },
-        _ => cause,
+        _ => Cause::Unexplained { input },
     };
     GeneratedHunk { path: path.to_string(), hunk, cause, rules }
 }
@@ -689,20 +683,28 @@ mod tests {
         std::fs::write(path, text.replacen(from, to, 1)).unwrap();
     }
 
-    /// One kernel line and one backend function edited upstream: exactly their hunks, each
-    /// paired with the generated hunks it caused, and nothing else.
-    #[test]
-    fn a_synthetic_upstream_edit_gives_exactly_its_pairs() {
+    /// Both sides regenerated: the pinned release's kernels, candle-core and candle-nn, and the
+    /// same copied again with `edit_after` applied.
+    fn edited_sides(edit_after: impl FnOnce(&Upstream)) -> (Side, Side) {
         let root = workspace_root();
         let (config, _) = upstream::load_config_and_text(&root).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let before = upstream_of(&dir.path().join("before"));
         let after = upstream_of(&dir.path().join("after"));
-        // a kernel line: affine's multiply-add becomes a fused one
-        edit(&after.kernels.root.join("src/affine.cu"), "affine_f32, x * mul + add", "affine_f32, fma(x, mul, add)");
-        // a backend function: a new method of the CUDA device, whose ROCm twin is mirrored
-        edit(&after.core.root.join("src/cuda_backend/device.rs"), "impl CudaDevice {", "impl CudaDevice {\n    pub fn review_probe(&self) -> CudaDevice {\n        self.clone()\n    }\n");
-        let (a, b) = (regenerate(&before, &root, &config.kernels.static_library), regenerate(&after, &root, &config.kernels.static_library));
+        edit_after(&after);
+        (regenerate(&before, &root, &config.kernels.static_library), regenerate(&after, &root, &config.kernels.static_library))
+    }
+
+    /// One kernel line and one backend function edited upstream: exactly their hunks, each
+    /// paired with the generated hunks it caused, and nothing else.
+    #[test]
+    fn a_synthetic_upstream_edit_gives_exactly_its_pairs() {
+        let (a, b) = edited_sides(|after| {
+            // a kernel line: affine's multiply-add becomes a fused one
+            edit(&after.kernels.root.join("src/affine.cu"), "affine_f32, x * mul + add", "affine_f32, fma(x, mul, add)");
+            // a backend function: a new method of the CUDA device, whose ROCm twin is mirrored
+            edit(&after.core.root.join("src/cuda_backend/device.rs"), "impl CudaDevice {", "impl CudaDevice {\n    pub fn review_probe(&self) -> CudaDevice {\n        self.clone()\n    }\n");
+        });
         let review = Review::pair(&a, &b);
         let changed: Vec<(&str, usize)> = review.upstream.iter().map(|f| (f.path.as_str(), f.hunks.len())).collect();
         assert_eq!(changed, [("candle-core/src/cuda_backend/device.rs", 1), ("candle-kernels/src/affine.cu", 1)]);
@@ -775,14 +777,8 @@ mod tests {
     /// that brought its line.
     #[test]
     fn an_input_regen_stops_on_is_reported_with_the_hunk_that_brought_it() {
-        let root = workspace_root();
-        let (config, _) = upstream::load_config_and_text(&root).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let before = upstream_of(&dir.path().join("before"));
-        let after = upstream_of(&dir.path().join("after"));
         let ptx = "__device__ int lead(int x) {\n  int l; asm(\"bfind.u32 %0, %1;\" : \"=r\"(l) : \"r\"(x)); return l;\n}\n";
-        edit(&after.kernels.root.join("src/affine.cu"), "#define AFFINE_OP", &format!("{ptx}#define AFFINE_OP"));
-        let (a, b) = (regenerate(&before, &root, &config.kernels.static_library), regenerate(&after, &root, &config.kernels.static_library));
+        let (a, b) = edited_sides(|after| edit(&after.kernels.root.join("src/affine.cu"), "#define AFFINE_OP", &format!("{ptx}#define AFFINE_OP")));
         assert!(b.translation.is_err());
         let review = Review::pair(&a, &b);
         assert!(review.generated.is_empty());
