@@ -111,6 +111,15 @@ struct RowMask {
         static_assert(N < 32, "a key per bit");
         return range_bits<N>(j0, blo, bend) & (range_bits<N>(j0, wlo, wend) | range_bits<N>(j0, mlo, mend));
     }
+    // the same over 64 keys: bit c, key j0 + c
+    __device__ __forceinline__ uint64_t bits64(int j0) const {
+        return range_bits64(j0, blo, bend) & (range_bits64(j0, wlo, wend) | range_bits64(j0, mlo, mend));
+    }
+    __device__ __forceinline__ static uint64_t low_bits64(int n) { return n >= 64 ? ~0ull : (1ull << n) - 1ull; }
+    __device__ __forceinline__ static uint64_t range_bits64(int j0, int lo, int end) {
+        const int a = lo <= j0 ? 0 : min(lo - j0, 64), b = end <= j0 ? 0 : min(end - j0, 64);
+        return low_bits64(b) & ~low_bits64(a);
+    }
     template <int N>
     __device__ __forceinline__ static unsigned range_bits(int j0, int lo, int end) {
         const int a = lo <= j0 ? 0 : min(lo - j0, N), b = end <= j0 ? 0 : min(end - j0, N);
@@ -136,12 +145,16 @@ __device__ __forceinline__ Rows rows_of(const Params& p, int bi) {
 // What a block works on: its batch's query rows and keys (varlen through the cumulative
 // lengths, else padded; paged K/V through the block table), the mask, and the keys any of
 // its BM rows can see, [n_lo, n_hi) (all of them when mm-prefix ranges may widen the mask;
-// with split-KV, this block's share, chunks of whole BN-key tiles).
+// with split-KV, this block's share, chunks of whole BN-key tiles), and [full_lo, full_hi)
+// within it, the keys every one of its rows sees.
+// A block row is a (query, head) pair: G heads of one kv head packed per query (row r:
+// query r / G of head head0 + r % G), so that the G heads sharing a K/V tile share its
+// loads (G = 1: one head per block, blockIdx.y; G = h / h_k: blockIdx.y is the kv head).
 template <class T>
 struct Block {
     Rows rows;
-    int sq, sk, m0, split, off, n_lo, n_hi;
-    const T* Q;   // row 0 of this head's queries
+    int sq, sk, m0, split, off, n_lo, n_hi, full_lo, full_hi, head0;
+    const T* Q;   // row 0 of head head0's queries
     const T* Kb;  // this kv head's keys and values (paged: the pages' base)
     const T* Vb;
     const int32_t* table;
@@ -150,9 +163,10 @@ struct Block {
     float slope;
 
     // false when the block has no query row (a tile past a short varlen sequence)
-    __device__ __forceinline__ bool init(const Params& p, int BM, int BN) {
-        const int bi = blockIdx.z, head = blockIdx.y;
-        const int kv_head = head / (p.h / p.h_k);
+    __device__ __forceinline__ bool init(const Params& p, int BM, int BN, int G) {
+        const int bi = blockIdx.z;
+        head0 = blockIdx.y * G;
+        const int kv_head = head0 / (p.h / p.h_k);
         rows = rows_of(p, bi);
         sq = rows.sq;
         sk = p.seqlen_k;
@@ -167,27 +181,32 @@ struct Block {
         const int qtiles = gridDim.x / p.splits;
         split = blockIdx.x / qtiles;
         m0 = (blockIdx.x % qtiles) * BM;
-        if (m0 >= sq) return false;
-        Q = static_cast<const T*>(p.q) + rows.q_off + (long)head * p.q_hs;
+        if (m0 >= sq * G) return false;
+        Q = static_cast<const T*>(p.q) + rows.q_off + (long)head0 * p.q_hs;
         table = p.block_table != nullptr ? p.block_table + (long)bi * p.bt_bs : nullptr;
         Kb = static_cast<const T*>(p.k) + (long)kv_head * p.k_hs + (table != nullptr ? 0 : k_off);
         Vb = static_cast<const T*>(p.v) + (long)kv_head * p.v_hs + (table != nullptr ? 0 : v_off);
-        slope = p.alibi != nullptr ? p.alibi[(long)bi * p.alibi_bs + head] : 0.f;
+        slope = p.alibi != nullptr ? p.alibi[(long)bi * p.alibi_bs + head0] : 0.f;
         mode = mask_mode(p);
         off = sk - sq;
         ranges = (p.mm != nullptr && p.mm_max > 0 && mode != NO_MASK) ? p.mm + (long)bi * p.mm_bs : nullptr;
-        const int m_last = min(m0 + BM, sq) - 1;
+        const int q_first = m0 / G, q_last = (min(m0 + BM, sq * G) - 1) / G;
         n_lo = 0;
         n_hi = sk;
         if (mode != NO_MASK && ranges == nullptr) {
-            n_hi = max(0, min(sk, m_last + off + p.wr + 1));
-            if (mode == LOCAL) n_lo = max(0, m0 + off - p.wl);
+            n_hi = max(0, min(sk, q_last + off + p.wr + 1));
+            if (mode == LOCAL) n_lo = max(0, q_first + off - p.wl);
         }
         if (p.splits > 1) {
             const int chunk = ((max(0, n_hi - n_lo) + p.splits - 1) / p.splits + BN - 1) / BN * BN;
             n_lo = n_lo + split * chunk;
             n_hi = min(n_hi, n_lo + chunk);
         }
+        // the keys every row sees (mm-prefix ranges only add keys to a row's window)
+        full_lo = n_lo;
+        full_hi = min(sk, n_hi);
+        if (mode != NO_MASK) full_hi = min(full_hi, q_first + off + p.wr + 1);
+        if (mode == LOCAL) full_lo = max(full_lo, q_last + off - p.wl);
         return true;
     }
 
@@ -233,6 +252,46 @@ struct Block {
         }
 #pragma unroll
         for (int c = 0; c < N; ++c) sv[c] = (seen >> c) & 1u ? sv[c] * 1.4426950408889634f : -INFINITY;
+    }
+
+    // One score of query row i (head slope `sl`) and key j, as `scores` gives it; `seen` is 1
+    // or 0 (the -inf of an unseen key added, not selected: no lane mask per key, which on a
+    // CDNA wavefront would be a pair of SGPRs each)
+    __device__ __forceinline__ float score(const Params& p, float s, unsigned seen, float sl, int i, int j) const {
+        if (p.softcap_in > 0.f) s = tanhf(s * p.softcap_in);
+        s = p.alibi != nullptr ? s * p.scale + (mode == CAUSAL ? sl * (float)j : -sl * (float)abs(i + off - j)) : s * p.scale;
+        return s * 1.4426950408889634f + __int_as_float(int((seen - 1u) & 0xff800000u));
+    }
+
+    // Rows n0 .. n0+BN of K or V (base, row and page strides) into LDS at pitch KP, zeros
+    // past the sequence and past d: with p.vec8, 16 bytes per copy, issued asynchronously
+    // where the GPU copies into LDS on its own (candle_wmma::lds_copy16), else a load and a
+    // store; done once the caller's lds_copy_wait and a block barrier have passed.
+    template <int DMAX, int BN, int KP>
+    __device__ __forceinline__ void load_tile(const Params& p, int n0, const T* base, uint32_t rs, uint32_t bs, T* dst) const {
+        if (p.vec8) {
+            constexpr int V8 = DMAX / 8;
+            for (int e = threadIdx.x; e < BN * V8; e += THREADS) {
+                const int r = e / V8, c = (e % V8) * 8, j = n0 + r;
+                T* const d = dst + r * KP + c;
+                if (j < sk && c < p.d) {
+                    const long row = table != nullptr ? (long)table[j / p.page] * bs + (long)(j % p.page) * rs : (long)j * rs;
+                    candle_wmma::lds_copy16(d, base + row + c);
+                } else {
+                    *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
+                }
+            }
+        } else {
+            for (int e = threadIdx.x; e < BN * DMAX; e += THREADS) {
+                const int r = e / DMAX, c = e % DMAX, j = n0 + r;
+                T v = from_f32<T>(0.f);
+                if (j < sk && c < p.d) {
+                    const long row = table != nullptr ? (long)table[j / p.page] * bs + (long)(j % p.page) * rs : (long)j * rs;
+                    v = base[row + c];
+                }
+                dst[r * KP + c] = v;
+            }
+        }
     }
 
     // K and V rows n0 .. n0+BN into LDS at pitch KP (zeros past the sequence and past d);
@@ -281,18 +340,18 @@ struct Block {
     }
 
     // softmax_lse = ln(sum) + max (natural log; m in the exp2 domain), +inf for an empty row
-    __device__ __forceinline__ void write_lse(const Params& p, int i, float m, float l) const {
+    __device__ __forceinline__ void write_lse(const Params& p, int i, int head, float m, float l) const {
         if (p.lse == nullptr) return;
         const bool empty = l == 0.f || l != l;
         const float lse = empty ? INFINITY : m * 0.6931471805599453f + logf(l);
-        const int bi = blockIdx.z, head = blockIdx.y;
+        const int bi = blockIdx.z;
         const long at = p.unpadded_lse ? (long)head * p.total_q + rows.row0 + i : ((long)bi * p.h + head) * p.seqlen_q + i;
         p.lse[at] = lse;
     }
 
     // split-KV: the partial row (d + 2 floats: acc, max, sum) of row i (`part`, in `o`)
-    __device__ __forceinline__ float* partial(const Params& p, int i) const {
-        return static_cast<float*>(p.o) + ((((long)split * p.b + blockIdx.z) * p.h + blockIdx.y) * p.seqlen_q + i) * (p.d + 2);
+    __device__ __forceinline__ float* partial(const Params& p, int i, int head) const {
+        return static_cast<float*>(p.o) + ((((long)split * p.b + blockIdx.z) * p.h + head) * p.seqlen_q + i) * (p.d + 2);
     }
 };
 
@@ -308,7 +367,7 @@ __global__ void __launch_bounds__(THREADS) fwd_rows(Params p) {
 
     const int tid = threadIdx.x, warp = tid / WARP, lane = tid % WARP;
     Block<T> blk;
-    if (!blk.init(p, BM, BN)) return;
+    if (!blk.init(p, BM, BN, 1)) return;
     const int m0 = blk.m0;
 
     // the block's query rows into LDS, in f32 (zeros past d and past the sequence)
@@ -389,7 +448,7 @@ __global__ void __launch_bounds__(THREADS) fwd_rows(Params p) {
     for (int r = 0; r < R; ++r) {
         const int i = m0 + warp * R + r;
         if (i >= blk.sq) continue;
-        float* const part_row = p.splits > 1 ? blk.partial(p, i) : nullptr;
+        float* const part_row = p.splits > 1 ? blk.partial(p, i, blockIdx.y) : nullptr;
         const bool empty = l_run[r] == 0.f || l_run[r] != l_run[r];
         const float inv = empty ? 0.f : 1.f / l_run[r];
 #pragma unroll
@@ -404,19 +463,20 @@ __global__ void __launch_bounds__(THREADS) fwd_rows(Params p) {
             part_row[p.d] = m_run[r];
             part_row[p.d + 1] = l_run[r];
         } else {
-            blk.write_lse(p, i, m_run[r], l_run[r]);
+            blk.write_lse(p, i, blockIdx.y, m_run[r], l_run[r]);
         }
     }
 }
 
-// The matrix-tile kernel's shapes (head dims up to 256). Q·Kᵀ and P·V are 16x16x16 products
+// The wide matrix-tile kernel's shapes (head dims 160 to 256, where Q, O and the scores of
+// 16 full rows per warp would not fit a lane's registers). Q·Kᵀ and P·V are 16x16x16 products
 // on candle_wmma's tiles (the arch's matrix instruction, else shuffles). Each group of
 // WSPLIT warps owns 16 query rows, each warp DW = DMAX / WSPLIT of the head dims: its part of
 // Q·Kᵀ (the group's parts summed in LDS) and of the output (D/2 or fewer f32 accumulators
 // per lane, not D). The block walks the keys BN at a time. LDS, in elements: Q, K and V at
 // pitch DMAX + 8 (16-byte rows, banks shifted), each warp's scores at pitch SP (f32), the
 // probabilities over the scores of the group's first warp (T, pitch 2 * SP).
-template <int DMAX> struct MmaTiles {
+template <int DMAX> struct WideTiles {
     static constexpr int WSPLIT = DMAX <= 128 ? 1 : 2;
     static constexpr int BM = 16 * WARPS / WSPLIT;
     static constexpr int BN = DMAX <= 128 ? 32 : 16;
@@ -436,9 +496,9 @@ template <int DMAX> struct MmaTiles {
 #endif
 
 template <class T, int DMAX>
-__global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
+__global__ void __launch_bounds__(THREADS) fwd_tiles_wide(Params p) {
     namespace wm = candle_wmma;
-    using TL = MmaTiles<DMAX>;
+    using TL = WideTiles<DMAX>;
     constexpr int BM = TL::BM, BN = TL::BN, KP = TL::KP, SP = TL::SP, PP = TL::PP, DB = TL::DB, NB = TL::NB;
     constexpr int WSPLIT = TL::WSPLIT, DW = TL::DW, ROWS = TL::ROWS, LPR = TL::LPR, KL = BN / LPR;
     __shared__ T sQ[BM * KP];
@@ -450,7 +510,7 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
     const int tid = threadIdx.x, warp = tid / WARP, lane = tid % WARP;
     const int group = warp / WSPLIT, wsub = warp % WSPLIT, d0 = wsub * DW;
     Block<T> blk;
-    if (!blk.init(p, BM, BN)) return;
+    if (!blk.init(p, BM, BN, 1)) return;
     const int m0 = blk.m0;
 
     // the block's query rows (zeros past d and past the sequence)
@@ -561,7 +621,7 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
             const int e = lane + t * WARP, r = e / 16, c = d0 + db * 16 + e % 16, io = m0 + group * 16 + r;
             if (io < blk.sq && c < p.d) {
                 const float v = S[r * SP + e % 16];
-                if (split) blk.partial(p, io)[c] = v;
+                if (split) blk.partial(p, io, blockIdx.y)[c] = v;
                 else O[(long)io * p.o_rs + c] = from_f32<T>(v);
             }
         }
@@ -569,12 +629,264 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
     }
     if (kq != 0 || i >= blk.sq) return;
     if (split) {
-        float* const part = blk.partial(p, i);
+        float* const part = blk.partial(p, i, blockIdx.y);
         part[p.d] = m_run;
         part[p.d + 1] = l_run;
     } else {
-        blk.write_lse(p, i, m_run, l_run);
+        blk.write_lse(p, i, blockIdx.y, m_run, l_run);
     }
+}
+
+// The matrix-tile kernel (head dims up to 128): each warp owns MR blocks of 16 block rows
+// (a row is a (query, head) pair, the G heads of a kv head packed per query), all its head
+// dims. MR = 2 (BM = 128 per block of 4 warps) where there are rows to fill it: each K/V
+// operand a warp reads from LDS then serves 32 rows; MR = 1 (BM = 64) for fewer rows (decode:
+// G rows per sequence), with longer key tiles. Per block, the keys BN at a time:
+//   * K and V tiles in LDS, one buffer each, loaded in turn so that a load always runs under
+//     matrix work: V(n) is issued before S = Q K(n)ᵀ, K(n + BN) before O += P V(n)
+//     (asynchronous copies where the GPU has them: candle_wmma::lds_copy16);
+//   * Q in LDS for the whole walk, its operands read per tile (registers go to O and S);
+//   * S, its online softmax and P in registers, in the accumulator's own layout
+//     (candle_wmma::acc16_rows): the row max and sum over the lanes holding a row; P becomes
+//     P·V's A operand by register moves where the layouts coincide (NVIDIA's m16n8k16),
+//     else through 16 x PP elements of LDS per warp (wmma_acc_to_a);
+//   * the row sums kept per lane and combined once, at the end;
+//   * masks only on the tiles some row does not see whole ([full_lo, full_hi)), tiles no
+//     row sees not visited (n_lo, n_hi: causal and windows).
+// Shapes per head-dim tile and MR as data (BN: keys per tile); LDS (dynamic, lds_bytes): Q,
+// K, V at pitch DMAX + 8 (16-byte rows, banks shifted) and P at pitch BN + 8: 61 KB at d128
+// (MR 2 with BN 32, MR 1 with BN 64), within CDNA's and RDNA's 64 KB per workgroup.
+template <int DMAX, int MR_> struct MmaTiles {
+    static_assert(DMAX <= 128, "the wide kernel takes head dims past 128");
+    static constexpr int MR = MR_;                        // 16-row blocks per warp
+    static constexpr int BM = 16 * MR * WARPS;
+    static constexpr int BN = MR == 1 || DMAX <= 64 ? 64 : 32;
+    static constexpr int KP = DMAX + 8;
+    static constexpr int PP = BN + 8;
+    static constexpr int DB = DMAX / 16;                  // 16-wide blocks of the head dims
+    static constexpr int NB = BN / 16;                    // 16-wide blocks of the keys
+    static constexpr int Q_AT = 0, K_AT = BM * KP, V_AT = K_AT + BN * KP, P_AT = V_AT + BN * KP;  // in elements
+    static constexpr size_t lds_bytes = size_t(P_AT + WARPS * 16 * PP) * 2;
+    static_assert(lds_bytes <= 65536, "LDS past 64 KB");
+};
+
+// The 16-row blocks a warp holds at once, per arch family (data): two where the registers
+// hold their O and S (NVIDIA's 255 per lane, CDNA's VGPRs with its AGPRs), one on RDNA and
+// on the portable shuffles (whose accumulators spread 8 rows over each lane); a warp with
+// more (MmaTiles::MR) walks the keys once per group of blocks.
+#if defined(CANDLE_WMMA_NVIDIA) || defined(CANDLE_WMMA_MFMA)
+constexpr int kArchRowBlocks = 2;
+#else
+constexpr int kArchRowBlocks = 1;
+#endif
+
+#ifndef CANDLE_FA_DYNAMIC_LDS
+#define CANDLE_FA_DYNAMIC_LDS(name) extern __shared__ __attribute__((aligned(16))) unsigned char name[]
+#endif
+
+template <class T, int DMAX, int MR_>
+__global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
+    namespace wm = candle_wmma;
+    using TL = MmaTiles<DMAX, MR_>;
+    using AR = wm::acc16_rows;
+    constexpr int BM = TL::BM, BN = TL::BN, KP = TL::KP, PP = TL::PP, DB = TL::DB, NB = TL::NB, RG = AR::groups;
+    // the warp's MRW row blocks, MR at once in PASSES walks over the keys
+    constexpr int MRW = TL::MR, MR = MRW < kArchRowBlocks ? MRW : kArchRowBlocks, PASSES = MRW / MR;
+    CANDLE_FA_DYNAMIC_LDS(candle_fa_lds);
+    T* const sQ = reinterpret_cast<T*>(candle_fa_lds) + TL::Q_AT;
+    T* const sK = reinterpret_cast<T*>(candle_fa_lds) + TL::K_AT;
+    T* const sV = reinterpret_cast<T*>(candle_fa_lds) + TL::V_AT;
+
+    const int tid = threadIdx.x, warp = tid / WARP;
+    const int G = p.h / p.h_k;
+    Block<T> blk;
+    if (!blk.init(p, BM, BN, G)) return;
+    const int m0 = blk.m0, nrows = blk.sq * G;
+
+    // the block's rows of Q into LDS (zeros past d and past the sequence)
+    for (int e = tid; e < BM * DMAX; e += THREADS) {
+        const int r = e / DMAX, c = e % DMAX, pr = m0 + r, i = pr / G;
+        sQ[r * KP + c] = (i < blk.sq && c < p.d) ? blk.Q[(long)i * p.q_rs + (long)(pr % G) * p.q_hs + c] : from_f32<T>(0.f);
+    }
+    T* const Pw = reinterpret_cast<T*>(candle_fa_lds) + TL::P_AT + warp * 16 * PP;
+    const int tile_warp = warp / AR::tiles * AR::tiles;
+
+#pragma unroll 1
+  for (int pass = 0; pass < PASSES; ++pass) {
+    const T* const Qw = sQ + (warp * MRW + pass * MR) * 16 * KP;
+    // a pair of logical warps works while its first has a row: uniform over a wavefront on
+    // every arch (CDNA's wave64 is such a pair: its two tiles are one instruction's, and its
+    // halves share the wavefront barriers of the portable path)
+    const bool working = m0 + (warp / 2 * 2 * MRW + pass * MR) * 16 < nrows;
+    // this lane's rows: the block row of group g of row block mr (of its own warp or, on
+    // CDNA's matrix cores, of the wavefront's other logical warp)
+    auto block_row = [&](int mr, int g) { return m0 + ((tile_warp + AR::tile(g)) * MRW + pass * MR + mr) * 16 + AR::row(g); };
+
+    float m_run[MR][RG], l_run[MR][RG];
+    wm::fragment<wm::accumulator, 16, 16, 16, float> of[MR][DB];
+#pragma unroll
+    for (int mr = 0; mr < MR; ++mr) {
+#pragma unroll
+        for (int g = 0; g < RG; ++g) {
+            m_run[mr][g] = -INFINITY;
+            l_run[mr][g] = 0.f;
+        }
+#pragma unroll
+        for (int db = 0; db < DB; ++db) wm::fill_fragment(of[mr][db], 0.f);
+    }
+
+    const int n_first = (blk.n_lo / BN) * BN;
+    if (n_first < blk.n_hi) blk.template load_tile<DMAX, BN, KP>(p, n_first, blk.Kb, p.k_rs, p.k_bs, sK);
+    for (int n0 = n_first; n0 < blk.n_hi; n0 += BN) {
+        wm::lds_copy_wait();
+        __syncthreads();  // K(n0) (first time: Q) is in; every warp is done with V(n0 - BN)
+        blk.template load_tile<DMAX, BN, KP>(p, n0, blk.Vb, p.v_rs, p.v_bs, sV);
+
+        wm::fragment<wm::accumulator, 16, 16, 16, float> sf[MR][NB];
+        float corr[MR][RG];
+        if (working) {
+            // S = Q Kᵀ (K's rows are Bᵀ, column-major B), a 16-wide block of head dims at a time
+#pragma unroll
+            for (int mr = 0; mr < MR; ++mr)
+#pragma unroll
+                for (int nb = 0; nb < NB; ++nb) wm::fill_fragment(sf[mr][nb], 0.f);
+#pragma unroll
+            for (int db = 0; db < DB; ++db) {
+                wm::fragment<wm::matrix_a, 16, 16, 16, T, wm::row_major> qf[MR];
+                wm::fragment<wm::matrix_b, 16, 16, 16, T, wm::col_major> kf[NB];
+#pragma unroll
+                for (int mr = 0; mr < MR; ++mr) wm::wmma_load_matrix_lds(qf[mr], Qw + mr * 16 * KP + db * 16, KP);
+#pragma unroll
+                for (int nb = 0; nb < NB; ++nb) wm::wmma_load_matrix_lds(kf[nb], sK + nb * 16 * KP + db * 16, KP);
+#pragma unroll
+                for (int mr = 0; mr < MR; ++mr)
+#pragma unroll
+                    for (int nb = 0; nb < NB; ++nb) wm::wmma_mma(sf[mr][nb], qf[mr], kf[nb], sf[mr][nb]);
+            }
+            // the scores (exp2 domain), masked where some row does not see the whole tile
+            if (n0 >= blk.full_lo && n0 + BN <= blk.full_hi && p.softcap_in <= 0.f && p.alibi == nullptr) {
+                const float sl2 = p.scale * 1.4426950408889634f;
+#pragma unroll
+                for (int mr = 0; mr < MR; ++mr)
+#pragma unroll
+                    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+                        for (int s = 0; s < sf[mr][nb].num_elements; ++s) sf[mr][nb].x[s] *= sl2;
+            } else {
+#pragma unroll
+                for (int mr = 0; mr < MR; ++mr)
+#pragma unroll
+                    for (int g = 0; g < RG; ++g) {
+                        const int pr = block_row(mr, g), i = pr / G;
+                        const uint64_t seen = blk.row_mask(p, i).bits64(n0);
+                        const float sl = p.alibi != nullptr ? p.alibi[(long)blockIdx.z * p.alibi_bs + blk.head0 + pr % G] : 0.f;
+#pragma unroll
+                        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+                            for (int s = 0; s < sf[mr][nb].num_elements; ++s) {
+                                if (AR::group(s) != g) continue;
+                                const int k = nb * 16 + AR::col(s);
+                                sf[mr][nb].x[s] = blk.score(p, sf[mr][nb].x[s], unsigned(seen >> k) & 1u, sl, i, n0 + k);
+                            }
+                    }
+            }
+            // online softmax: the row max over the tile, P = exp2(S - max), the sums per lane
+#pragma unroll
+            for (int mr = 0; mr < MR; ++mr) {
+                float mx[RG];
+#pragma unroll
+                for (int g = 0; g < RG; ++g) mx[g] = -INFINITY;
+#pragma unroll
+                for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+                    for (int s = 0; s < sf[mr][nb].num_elements; ++s) mx[AR::group(s)] = fmaxf(mx[AR::group(s)], sf[mr][nb].x[s]);
+                float m_use[RG];
+#pragma unroll
+                for (int g = 0; g < RG; ++g) {
+                    const float m_new = fmaxf(m_run[mr][g], AR::max(mx[g]));
+                    m_use[g] = m_new == -INFINITY ? 0.f : m_new;
+                    corr[mr][g] = exp2f(m_run[mr][g] - m_use[g]);
+                    m_run[mr][g] = m_new;
+                    l_run[mr][g] *= corr[mr][g];
+                }
+#pragma unroll
+                for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+                    for (int s = 0; s < sf[mr][nb].num_elements; ++s) {
+                        const float pj = exp2f(sf[mr][nb].x[s] - m_use[AR::group(s)]);
+                        l_run[mr][AR::group(s)] += pj;
+                        sf[mr][nb].x[s] = pj;
+                    }
+            }
+        }
+
+        wm::lds_copy_wait();
+        __syncthreads();  // V(n0) is in; every warp is done with K(n0)
+        if (n0 + BN < blk.n_hi) blk.template load_tile<DMAX, BN, KP>(p, n0 + BN, blk.Kb, p.k_rs, p.k_bs, sK);
+
+        if (working) {
+            // O = O * corr + P V
+#pragma unroll
+            for (int mr = 0; mr < MR; ++mr)
+#pragma unroll
+                for (int db = 0; db < DB; ++db)
+#pragma unroll
+                    for (int s = 0; s < of[mr][db].num_elements; ++s) of[mr][db].x[s] *= corr[mr][AR::group(s)];
+#pragma unroll
+            for (int nb = 0; nb < NB; ++nb) {
+                wm::fragment<wm::matrix_a, 16, 16, 16, T, wm::row_major> pf[MR];
+#pragma unroll
+                for (int mr = 0; mr < MR; ++mr) wm::wmma_acc_to_a(pf[mr], sf[mr][nb], Pw, PP);
+#pragma unroll
+                for (int db = 0; db < DB; ++db) {
+                    wm::fragment<wm::matrix_b, 16, 16, 16, T, wm::row_major> vf;
+                    wm::wmma_load_matrix_lds(vf, sV + nb * 16 * KP + db * 16, KP);
+#pragma unroll
+                    for (int mr = 0; mr < MR; ++mr) wm::wmma_mma(of[mr][db], pf[mr], vf, of[mr][db]);
+                }
+            }
+        }
+    }
+    if (!working) continue;  // (the next pass's rows are further still)
+
+    // each row's sum over its lanes; split-KV's unnormalised partial (combine merges the
+    // splits), else O = acc / l, straight from the accumulators
+    const bool split = p.splits > 1;
+    T* const O = static_cast<T*>(p.o) + blk.rows.o_off;
+#pragma unroll
+    for (int mr = 0; mr < MR; ++mr) {
+        float inv[RG];
+#pragma unroll
+        for (int g = 0; g < RG; ++g) {
+            l_run[mr][g] = AR::sum(l_run[mr][g]);
+            const bool empty = l_run[mr][g] == 0.f || l_run[mr][g] != l_run[mr][g];
+            inv[g] = split ? 1.f : (empty ? 0.f : 1.f / l_run[mr][g]);
+        }
+#pragma unroll
+        for (int db = 0; db < DB; ++db)
+#pragma unroll
+            for (int s = 0; s < of[mr][db].num_elements; ++s) {
+                const int g = AR::group(s), pr = block_row(mr, g), i = pr / G, head = blk.head0 + pr % G, c = db * 16 + AR::col(s);
+                if (i >= blk.sq || c >= p.d) continue;
+                const float v = of[mr][db].x[s] * inv[g];
+                if (split) blk.partial(p, i, head)[c] = v;
+                else O[(long)i * p.o_rs + (long)head * p.o_hs + c] = from_f32<T>(v);
+            }
+        if (AR::lane_in_row() != 0) continue;
+#pragma unroll
+        for (int g = 0; g < RG; ++g) {
+            const int pr = block_row(mr, g), i = pr / G, head = blk.head0 + pr % G;
+            if (i >= blk.sq) continue;
+            if (split) {
+                float* const part = blk.partial(p, i, head);
+                part[p.d] = m_run[mr][g];
+                part[p.d + 1] = l_run[mr][g];
+            } else {
+                blk.write_lse(p, i, head, m_run[mr][g], l_run[mr][g]);
+            }
+        }
+    }
+  }
 }
 
 // Merges a row's split-KV partials: one warp per (row, head, batch). With M the largest
@@ -613,22 +925,50 @@ constexpr long BUSY_BLOCKS = 512;
 constexpr int MAX_SPLITS = 64;
 constexpr int MIN_SPLIT_KEYS = 256;
 
-// Head dims up to 256 take the matrix tiles; 512 (paged decode) the row kernel, whose
-// registers per lane do not grow with 16-row tiles.
-template <int DMAX> constexpr bool use_tiles() { return DMAX <= 256; }
-template <int DMAX> constexpr int block_rows() { return use_tiles<DMAX>() ? MmaTiles<DMAX>::BM : Tiles<DMAX>::BM; }
+// Which kernel takes a head-dim tile: up to 128 the matrix tiles (the G heads of a kv head
+// packed per query: gridDim.y is h_k), to 256 the wide matrix tiles, 512 (paged decode) the
+// row kernel, whose registers per lane do not grow with 16-row tiles (those two: a head per
+// block, gridDim.y is h).
+enum Kernel { TILES, WIDE_TILES, ROWS };
+template <int DMAX> constexpr Kernel kernel_of() { return DMAX <= 128 ? TILES : (DMAX <= 256 ? WIDE_TILES : ROWS); }
 
-template <class T, int DMAX, bool TILES = use_tiles<DMAX>()> struct Fwd {
-    static void run(const Params& p, dim3 grid, hipStream_t stream) { fwd_tiles<T, DMAX><<<grid, dim3(THREADS), 0, stream>>>(p); }
+template <class T, int DMAX, Kernel K = kernel_of<DMAX>()> struct Fwd;
+template <class T, int DMAX> struct Fwd<T, DMAX, TILES> {
+    static int heads_per_row(const Params& p) { return p.h / p.h_k; }
+    // MR 2 where the rows fill more than one 64-row block
+    static bool wide(const Params& p) { return (long)p.seqlen_q * heads_per_row(p) > MmaTiles<DMAX, 1>::BM; }
+    static int block_rows(const Params& p) { return wide(p) ? MmaTiles<DMAX, 2>::BM : MmaTiles<DMAX, 1>::BM; }
+    template <int MR>
+    static void run_mr(const Params& p, dim3 grid, hipStream_t stream) {
+        constexpr size_t lds = MmaTiles<DMAX, MR>::lds_bytes;
+        // LDS past the 48 KB a kernel gets without asking (NVIDIA's default; AMD's is 64 KB)
+        static const bool sized = hipFuncSetAttribute(reinterpret_cast<const void*>(&fwd_tiles<T, DMAX, MR>),
+                                                      hipFuncAttributeMaxDynamicSharedMemorySize, int(lds)) == hipSuccess;
+        (void)sized;
+        fwd_tiles<T, DMAX, MR><<<grid, dim3(THREADS), lds, stream>>>(p);
+    }
+    static void run(const Params& p, dim3 grid, hipStream_t stream) {
+        if (wide(p)) run_mr<2>(p, grid, stream);
+        else run_mr<1>(p, grid, stream);
+    }
 };
-template <class T, int DMAX> struct Fwd<T, DMAX, false> {
+template <class T, int DMAX> struct Fwd<T, DMAX, WIDE_TILES> {
+    static int block_rows(const Params&) { return WideTiles<DMAX>::BM; }
+    static int heads_per_row(const Params&) { return 1; }
+    static void run(const Params& p, dim3 grid, hipStream_t stream) { fwd_tiles_wide<T, DMAX><<<grid, dim3(THREADS), 0, stream>>>(p); }
+};
+template <class T, int DMAX> struct Fwd<T, DMAX, ROWS> {
+    static int block_rows(const Params&) { return Tiles<DMAX>::BM; }
+    static int heads_per_row(const Params&) { return 1; }
     static void run(const Params& p, dim3 grid, hipStream_t stream) { fwd_rows<T, DMAX><<<grid, dim3(THREADS), 0, stream>>>(p); }
 };
 
 template <class T, int DMAX>
 void launch(const Params& p, hipStream_t stream) {
-    const int qtiles = (p.seqlen_q + block_rows<DMAX>() - 1) / block_rows<DMAX>();
-    const long blocks = (long)qtiles * p.h * p.b;
+    using F = Fwd<T, DMAX>;
+    const int G = F::heads_per_row(p);
+    const int qtiles = (p.seqlen_q * G + F::block_rows(p) - 1) / F::block_rows(p);
+    const long blocks = (long)qtiles * (p.h / G) * p.b;
     long splits = blocks >= BUSY_BLOCKS ? 1 : (BUSY_BLOCKS + blocks - 1) / blocks;
     splits = splits < MAX_SPLITS ? splits : MAX_SPLITS;
     splits = splits < p.seqlen_k / MIN_SPLIT_KEYS ? splits : p.seqlen_k / MIN_SPLIT_KEYS;
@@ -639,14 +979,14 @@ void launch(const Params& p, hipStream_t stream) {
         if (hipMallocAsync(reinterpret_cast<void**>(&s.part), bytes, stream) == hipSuccess) {
             Params f = s;  // the forward kernels write the partials through `o`
             f.o = s.part;
-            Fwd<T, DMAX>::run(f, dim3(qtiles * s.splits, p.h, p.b), stream);
+            F::run(f, dim3(qtiles * s.splits, p.h / G, p.b), stream);
             combine<T><<<dim3((p.seqlen_q + WARPS - 1) / WARPS, p.h, p.b), dim3(THREADS), 0, stream>>>(s);
             (void)hipFreeAsync(s.part, stream);
             return;
         }
         (void)hipGetLastError();  // no stream-ordered allocator: the unsplit kernel
     }
-    Fwd<T, DMAX>::run(p, dim3(qtiles, p.h, p.b), stream);
+    F::run(p, dim3(qtiles, p.h / G, p.b), stream);
 }
 
 template <class T>

@@ -208,6 +208,66 @@ __device__ __forceinline__ void wmma_scale_rows(fragment<accumulator, M, N, K, T
     for (int s = 0; s < f.num_elements; ++s) f.x[s] = detail::from_float<T>::conv(detail::to_float(f.x[s]) * scale[i0 + s / detail::kCols]);
 }
 
+// An extension for row-wise work in registers (an online softmax over the 16x16 float
+// accumulator of Q·Kᵀ, then the probabilities as the A operand of P·V), in the layout each
+// path holds: acc16_rows (below) says where a lane's accumulator slots lie, as data.
+//   groups        the rows a lane holds a share of; slots of one group lie on one row
+//   group(slot)   a slot's group, the same in every lane (a compile-time constant)
+//   tile(g)       which logical warp of the wavefront owns that row's tile (0 on wave32;
+//                 0 or 1 on CDNA's wave64, whose lanes hold shares of both tiles)
+//   row(g)        the row (0..15) of group g in this lane; col(slot): a slot's column
+//   lanes         the lanes that hold one row (this lane xor 1 .. lanes/2): max / sum
+//                 combine a value over them; lane_in_row() == 0 holds the row's column 0
+// wmma_acc_to_a: the accumulator, rounded to T, as the A operand of the next product:
+// register moves where the two layouts coincide (acc16_rows::acc_is_a: NVIDIA's m16n8k16),
+// else through `scratch` (this logical warp's own 16 x ldm elements of LDS) and a
+// wavefront barrier.
+namespace detail {
+__device__ __forceinline__ void wave_sync() {
+#if defined(__HIP_PLATFORM_NVIDIA__)
+    __syncwarp();
+#else
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+    __builtin_amdgcn_wave_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+#endif
+}
+
+// A row's max and sum over the LANES lanes that hold it (this lane xor 1 .. LANES/2,
+// shuffles of WIDTH lanes).
+template <int LANES, int WIDTH>
+struct row_lanes {
+    static constexpr int lanes = LANES;
+    __device__ static float max(float v) {
+#pragma unroll
+        for (int m = 1; m < LANES; m <<= 1) v = fmaxf(v, __shfl_xor(v, m, WIDTH));
+        return v;
+    }
+    __device__ static float sum(float v) {
+#pragma unroll
+        for (int m = 1; m < LANES; m <<= 1) v += __shfl_xor(v, m, WIDTH);
+        return v;
+    }
+};
+
+// The portable accumulator (above): lane l holds rows 2*(l/4) + r, columns 4*(l%4) + c.
+struct acc16_rows_portable : row_lanes<16 / kCols, kLanes> {
+    static constexpr int groups = kRows, tiles = 1;
+    static constexpr bool acc_is_a = false;
+    __device__ static constexpr int group(int slot) { return slot / kCols; }
+    __device__ static constexpr int tile(int) { return 0; }
+    __device__ static int row(int g) { return kRows * (lane() / lanes) + g; }
+    __device__ static int col(int slot) { return kCols * (lane() % lanes) + slot % kCols; }
+    __device__ static int lane_in_row() { return lane() % lanes; }
+    // element (i, j) of this logical warp's tile, for each slot: f(slot, i, j)
+    template <class P, class F>
+    __device__ static void each(P* p, unsigned ldm, F f) {
+#pragma unroll
+        for (int s = 0; s < kRows * kCols; ++s) f(s, p, ldm, unsigned(row(group(s))), unsigned(col(s)));
+    }
+};
+}  // namespace detail
+
 // ---------------------------------------------------------------------------
 // Matrix cores: the 16x16x16 and 8x32x16 tiles (A, B of __half or
 // candle_bf16, a float accumulator) on the AMD matrix instructions, in a device pass for an arch
@@ -472,6 +532,32 @@ struct fragment<matrix_b, 8, 32, 16, T, Layout> : detail::core_fragment<matrix_b
 template <>
 struct fragment<accumulator, 8, 32, 16, float, void> : detail::core_fragment<accumulator, 8, 32, float> {};
 
+#if defined(CANDLE_WMMA_NVIDIA)
+namespace detail {
+// A 16x16 operand of mma.sync from shared memory with one ldmatrix (x4), where its rows are
+// 16-byte aligned: `outer_first` says whether memory rows run along the fragment's outer index
+// (A's i, B's j: the registers' order is then (outer, k) = (0,0), (8,0), (0,8), (8,8) for A
+// and (0,0), (0,8), (8,0), (8,8) for B) or along k (then transposed). false: not shared
+// memory, or not aligned; the caller loads element by element.
+template <class T>
+__device__ __forceinline__ void ldmatrix16_at(T (&x)[8], const T* p, unsigned ldm, bool is_a, bool outer_first) {
+    const int l = wave_lane(), m = l / 8, rr = l % 8;
+    // matrix m covers outer 8*mo .. +8, k 8*mk .. +8
+    const int mo = is_a ? m % 2 : m / 2, mk = is_a ? m / 2 : m % 2;
+    const T* row = outer_first ? p + (rr + 8 * mo) * ldm + 8 * mk : p + (rr + 8 * mk) * ldm + 8 * mo;
+    uint32_t r[4];
+    hip_on_cuda_tensor_cores::ldmatrix_x4(r, row, !outer_first);
+    __builtin_memcpy(x, r, sizeof r);
+}
+template <class T>
+__device__ __forceinline__ bool ldmatrix16(T (&x)[8], const T* p, unsigned ldm, bool is_a, bool outer_first) {
+    if (!__isShared(p) || (reinterpret_cast<uintptr_t>(p) % 16) != 0 || (ldm * sizeof(T)) % 16 != 0) return false;
+    ldmatrix16_at(x, p, ldm, is_a, outer_first);
+    return true;
+}
+}  // namespace detail
+#endif
+
 // A: row_major memory holds A(i, k) at p[i*ldm + k], col_major at p[k*ldm + i]
 // (rows i >= M of the padded operand are zero, not read);
 // B: col_major holds B(k, j) at p[j*ldm + k], row_major at p[k*ldm + j].
@@ -479,6 +565,9 @@ template <int M, int N, class T, class Layout, detail::if_core<M, N> = 0>
 __device__ __forceinline__ void wmma_load_matrix(fragment<matrix_a, M, N, 16, T, Layout>& f, const typename detail::same_type<T>::type* p,
                                                  unsigned ldm) {
     static_assert(std::is_same<Layout, row_major>::value || std::is_same<Layout, col_major>::value, "matrix_a needs a layout");
+#if defined(CANDLE_WMMA_NVIDIA)
+    if (M == 16 && detail::ldmatrix16(f.x, p, ldm, true, std::is_same<Layout, row_major>::value)) return;
+#endif
     const int l = detail::wave_lane();
 #pragma unroll
     for (int t = 0; t < detail::kCoreTiles; ++t) {
@@ -498,6 +587,12 @@ __device__ __forceinline__ void wmma_load_matrix(fragment<matrix_b, M, N, 16, T,
                                                  unsigned ldm) {
     static_assert(std::is_same<Layout, row_major>::value || std::is_same<Layout, col_major>::value, "matrix_b needs a layout");
     constexpr int nsub = detail::core_shape<M, N>::nsub;
+#if defined(CANDLE_WMMA_NVIDIA)
+    if (nsub == 1) {
+        T (&x)[8] = *reinterpret_cast<T(*)[8]>(f.x);
+        if (detail::ldmatrix16(x, p, ldm, false, std::is_same<Layout, col_major>::value)) return;
+    }
+#endif
     const int l = detail::wave_lane();
 #pragma unroll
     for (int t = 0; t < detail::kCoreTiles; ++t) {
@@ -593,7 +688,105 @@ __device__ __forceinline__ void wmma_scale_rows(fragment<accumulator, M, N, 16, 
         if (i < unsigned(M)) f.x[slot] *= pt[i];
     });
 }
+
+namespace detail {
+// The matrix cores' accumulator (core_c_index): NVIDIA's m16n8k16 pair holds rows l/4 and
+// l/4 + 8 (slots (s%4)/2), columns 2*(l%4) + s%2 + 8*(s/4); the AMD instructions hold
+// column l%16 and one row per slot (CDNA: 4*(l/16) + r of tile s/4; gfx11: 2r + l/16;
+// gfx12: 8*(l/16) + r).
+#if defined(CANDLE_WMMA_NVIDIA)
+struct acc16_rows_core : row_lanes<4, kWave> {
+    static constexpr int groups = 2;
+    static constexpr bool acc_is_a = true;
+    __device__ static constexpr int group(int slot) { return (slot % 4) / 2; }
+#else
+struct acc16_rows_core : row_lanes<16, kWave> {
+    static constexpr int groups = kCoreTiles * kCoreC;
+    static constexpr bool acc_is_a = false;
+    __device__ static constexpr int group(int slot) { return slot; }
+#endif
+    static constexpr int tiles = kCoreTiles;
+    __device__ static constexpr int tile(int g) { return g / (groups / kCoreTiles); }
+    __device__ static int row(int g) {
+        unsigned i, j;
+#if defined(CANDLE_WMMA_NVIDIA)
+        core_c_index(wave_lane(), 2 * g, i, j);
+#else
+        core_c_index(wave_lane(), g % kCoreC, i, j);
+#endif
+        return int(i);
+    }
+    __device__ static int col(int slot) {
+        unsigned i, j;
+        core_c_index(wave_lane(), slot % kCoreC, i, j);
+        return int(j);
+    }
+    __device__ static int lane_in_row() { return wave_lane() % lanes; }
+    template <class P, class F>
+    __device__ static void each(P* p, unsigned ldm, F f) {
+        core_c_each<16, 16>(p, ldm, f);
+    }
+};
+}  // namespace detail
+using acc16_rows = detail::acc16_rows_core;
 #endif  // matrix cores
+
+#if !defined(CANDLE_WMMA_MATRIX_CORES)
+using acc16_rows = detail::acc16_rows_portable;
+#endif
+
+// An operand from LDS whose rows are 16-byte aligned (pointer and ldm * sizeof(T) multiples
+// of 16), the caller's promise: NVIDIA's ldmatrix (one instruction per 16x16 operand) under
+// hip-on-cuda; wmma_load_matrix everywhere else.
+template <class Use, int M, int N, int K, class T, class Layout>
+__device__ __forceinline__ void wmma_load_matrix_lds(fragment<Use, M, N, K, T, Layout>& f, const typename detail::same_type<T>::type* p,
+                                                     unsigned ldm) {
+#if defined(CANDLE_WMMA_NVIDIA)
+    if constexpr (M == 16 && N == 16 && !std::is_same<Use, accumulator>::value) {
+        detail::ldmatrix16_at(f.x, p, ldm, std::is_same<Use, matrix_a>::value,
+                              std::is_same<Use, matrix_a>::value == std::is_same<Layout, row_major>::value);
+        return;
+    }
+#endif
+    wmma_load_matrix(f, p, ldm);
+}
+
+// Tiles staged into LDS, 16 bytes per copy (both addresses 16-byte aligned): an asynchronous
+// copy where the GPU has one (hip-on-cuda's sm_80 cp.async), else a load and a store.
+// lds_copy_wait: this thread's copies have landed (a block barrier after it makes them
+// everyone's).
+__device__ __forceinline__ void lds_copy16(void* lds, const void* global) {
+#if defined(HIP_ON_CUDA_ASYNC_COPY)
+    hip_on_cuda_tensor_cores::async_copy16(lds, global);
+#else
+    *reinterpret_cast<uint4*>(lds) = *reinterpret_cast<const uint4*>(global);
+#endif
+}
+__device__ __forceinline__ void lds_copy_wait() {
+#if defined(HIP_ON_CUDA_ASYNC_COPY)
+    hip_on_cuda_tensor_cores::async_wait_all();
+#endif
+}
+
+// The accumulator, rounded to T, as the A operand (row_major) of the next product
+// (see acc16_rows above).
+template <class T, class L>
+__device__ __forceinline__ void wmma_acc_to_a(fragment<matrix_a, 16, 16, 16, T, L>& a, const fragment<accumulator, 16, 16, 16, float>& c,
+                                              T* scratch, unsigned ldm) {
+    if constexpr (acc16_rows::acc_is_a) {
+        (void)scratch;
+        (void)ldm;
+#pragma unroll
+        for (int e = 0; e < a.num_elements; ++e) a.x[e] = detail::from_float<T>::conv(c.x[e]);
+    } else {
+        acc16_rows::each(scratch, ldm, [&](int slot, T* pt, unsigned lt, unsigned i, unsigned j) {
+            pt[i * lt + j] = detail::from_float<T>::conv(c.x[slot]);
+        });
+        detail::wave_sync();
+        wmma_load_matrix(a, scratch, ldm);
+        detail::wave_sync();
+    }
+}
 
 }  // namespace candle_wmma
 

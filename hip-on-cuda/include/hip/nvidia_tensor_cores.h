@@ -5,7 +5,8 @@
 // header when it finds it in an NVIDIA device pass; there, with HIP_ON_CUDA_TENSOR_CORES
 // defined (sm_80 and later), its matrix-core tiles run on `mma.sync.m16n8k16` (two per
 // tile, one per 8-column half), so that hip-on-cuda's timings compare tensor cores with
-// tensor cores. Without it (older GPUs) candle_wmma keeps its shuffles.
+// tensor cores. Without it (older GPUs) candle_wmma keeps its shuffles. It also offers
+// sm_80's asynchronous copy into shared memory (async_copy16, below).
 //
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //
@@ -58,6 +59,33 @@ __device__ __forceinline__ void c_index(int lane, int e, unsigned& i, unsigned& 
 HIP_ON_CUDA_MMA_16X16X16(mma_f16, "f16")
 HIP_ON_CUDA_MMA_16X16X16(mma_bf16, "bf16")
 #undef HIP_ON_CUDA_MMA_16X16X16
+
+// ldmatrix: four 8x8 matrices of 16-bit elements from shared memory, the operand loads of
+// mma.sync: lane l gives the address of row l%8 of matrix l/8 (16-byte aligned); register m
+// receives row l/4, columns 2*(l%4) and 2*(l%4) + 1 of matrix m (of its transpose with
+// `trans`), the lower column in the low 16 bits.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool trans) {
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(row));
+    if (trans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+}
+
+// Asynchronous copies, global memory to shared memory (sm_80's cp.async): a kernel that
+// stages tiles issues the next tile's copies before working on the current one (candle's
+// flash attention, generated/kernels/candle_flash_attn.hip). 16 bytes, both addresses
+// 16-byte aligned; async_wait_all: the calling thread's copies have landed (a block barrier
+// after it makes them everyone's).
+#define HIP_ON_CUDA_ASYNC_COPY 1
+__device__ __forceinline__ void async_copy16(void* shared_dst, const void* global_src) {
+    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(shared_dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(global_src) : "memory");
+}
+__device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 }  // namespace hip_on_cuda_tensor_cores
 #endif

@@ -258,6 +258,19 @@ inline T emu_wave_exchange(T v, int src, const char* op) {
     return r;
 }
 
+// The wavefront barrier (candle_wmma's wave_sync around LDS a wavefront's lanes pass to
+// each other): every active lane of the wavefront arrives before any leaves; the fences on
+// either side of it are sequentially consistent fences here.
+inline void emu_wave_barrier() {
+    emu_wave& w = emu_cur_wave();
+    w.tag[emu_lane_id()] = "__builtin_amdgcn_wave_barrier";
+    w.bar.arrive_and_wait();
+    emu_check_converged(w, "__builtin_amdgcn_wave_barrier", false);
+    w.bar.arrive_and_wait();
+}
+#define __builtin_amdgcn_wave_barrier() emu_wave_barrier()
+#define __builtin_amdgcn_fence(order, scope) std::atomic_thread_fence(std::memory_order_seq_cst)
+
 template <class T>
 inline T __shfl(T var, int src_lane, int width = EMU_WAVE) {
     emu_check_width(width);

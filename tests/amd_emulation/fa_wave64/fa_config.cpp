@@ -32,7 +32,12 @@
 #undef __shared__
 #define __shared__ static
 
+// The tiles kernel's dynamic LDS (CANDLE_FA_DYNAMIC_LDS) names the launch's dynamic shared
+// memory, declared here once.
+#define CANDLE_FA_DYNAMIC_LDS(name)
+
 namespace EMU_CFG {
+EMU_DYNAMIC_SHARED(unsigned char, candle_fa_lds);
 #include "candle_flash_attn.hip"
 }  // namespace EMU_CFG
 
