@@ -7,6 +7,7 @@
 //   g++ -std=c++20 -O1 -pthread -I translator/compat -o /tmp/compat_emu \
 //       tests/compat_collective/cpu_emulation.cpp && /tmp/compat_emu
 // Prints "N passed, M failed"; exits non-zero on failure.
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -52,6 +53,17 @@ inline float __shfl(float v, int src_lane, int width) {
     g_warp_barriers[warp]->arrive_and_wait();
     return r;
 }
+
+// What candle_hip_wmma.h's row and staging helpers (acc16_rows, lds_copy16, wmma_acc_to_a)
+// name: the xor shuffle, the 16-byte vector, the wavefront barrier and fences (a logical
+// warp's barrier here).
+inline float __shfl_xor(float v, int lane_mask, int width) { return __shfl(v, static_cast<int>(emu_linear() % 32) ^ lane_mask, width); }
+struct uint4 {
+    unsigned x, y, z, w;
+};
+inline void emu_wave_barrier() { g_warp_barriers[emu_linear() / 32]->arrive_and_wait(); }
+#define __builtin_amdgcn_wave_barrier() emu_wave_barrier()
+#define __builtin_amdgcn_fence(order, scope) std::atomic_thread_fence(std::memory_order_seq_cst)
 
 // Runs fn on every thread of every block (blocks one after the other).
 static void emu_launch(dim3 grid, dim3 block, const std::function<void()>& fn) {
