@@ -223,7 +223,7 @@ __device__ __forceinline__ void wmma_scale_rows(fragment<accumulator, M, N, K, T
 // else through `scratch` (this logical warp's own 16 x ldm elements of LDS) and a
 // wavefront barrier.
 namespace detail {
-__device__ __forceinline__ void wave_sync() {
+__device__ __forceinline__ void wave_barrier() {
 #if defined(__HIP_PLATFORM_NVIDIA__)
     __syncwarp();
 #else
@@ -782,9 +782,9 @@ __device__ __forceinline__ void wmma_acc_to_a(fragment<matrix_a, 16, 16, 16, T, 
         acc16_rows::each(scratch, ldm, [&](int slot, T* pt, unsigned lt, unsigned i, unsigned j) {
             pt[i * lt + j] = detail::from_float<T>::conv(c.x[slot]);
         });
-        detail::wave_sync();
+        detail::wave_barrier();
         wmma_load_matrix(a, scratch, ldm);
-        detail::wave_sync();
+        detail::wave_barrier();
     }
 }
 
