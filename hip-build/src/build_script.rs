@@ -130,6 +130,26 @@ pub fn archive(hipcc: Option<&Hipcc>, lib: &Path, objects: &[&Path]) -> Result<(
     Err(format!("no archiver found to build {} (tried {tried}): install binutils or set AR", lib.display()))
 }
 
+/// Symbols of C++'s runtime (libstdc++/libsupc++) that a launcher object must not need:
+/// the static kernels library is linked without it (function-local statics with dynamic
+/// initialisation call `__cxa_guard_*`, exceptions `__gxx_personality_v0`/`__cxa_throw`,
+/// the standard library `_ZNSt`/`_ZSt` names).
+const CXX_RUNTIME_PREFIXES: &[&str] = &["__cxa_", "__gxx_", "_ZSt", "_ZNSt", "_ZNKSt"];
+
+/// Fails naming the first source whose host object needs C++'s runtime, and the symbol.
+pub fn check_no_cxx_runtime(objects: &[(&Path, &Path)]) -> Result<(), String> {
+    for (source, object) in objects {
+        let undefined = crate::code_object::host_undefined_symbols(object).map_err(|e| e.to_string())?;
+        if let Some(symbol) = undefined.iter().find(|sym| CXX_RUNTIME_PREFIXES.iter().any(|p| sym.starts_with(p))) {
+            return Err(format!(
+                "{}: its host code needs C++'s runtime ({symbol}), which the kernels library is linked without (a function-local static, an exception or std:: in a launcher)",
+                source.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Rust source embedding code objects: `pub const NAME: &[u8]` for each `(NAME, path)`,
 /// 4096-aligned so that a code object can be loaded in place.
 pub fn code_object_consts<'a>(objects: impl IntoIterator<Item = (&'a str, &'a Path)>) -> String {

@@ -149,6 +149,17 @@ pub fn host_functions(object_file: &Path) -> Result<BTreeSet<String>, HipBuildEr
         .collect())
 }
 
+/// The symbols a host object (`-c`) uses without defining: what its linker must find.
+pub fn host_undefined_symbols(object_file: &Path) -> Result<BTreeSet<String>, HipBuildError> {
+    let data = read(object_file)?;
+    let file = object::File::parse(&*data).map_err(|e| bad(object_file, format!("not an object file: {e}")))?;
+    Ok(file
+        .symbols()
+        .filter(|s| s.is_undefined())
+        .filter_map(|s| s.name().ok().filter(|n| !n.is_empty()).map(str::to_string))
+        .collect())
+}
+
 /// One offload bundle holding every entry of the given single-arch bundles
 /// (each `--genco --offload-arch=A` output: a host entry and one image):
 /// one host entry (the first), then the device images in the order given.

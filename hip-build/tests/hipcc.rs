@@ -239,3 +239,21 @@ fn compile_all_splits_arches_and_builds_what_one_hipcc_call_builds() {
     let e = results[0].result.as_ref().unwrap_err().to_string();
     assert!(e.contains("only gfx1030 breaks"), "{e}");
 }
+
+#[test]
+fn a_launcher_needing_cxx_runtime_is_named() {
+    let Some(hipcc) = hipcc() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // a function-local static with a dynamic initialiser: `__cxa_guard_acquire`
+    let guarded = format!(
+        "{KERNEL}\nextern \"C\" int launch_once(float *x, hipStream_t s) {{\n    static const int done = (add_one<<<1, 32, 0, s>>>(x), hipGetLastError());\n    return done;\n}}\n"
+    );
+    let j = job(dir.path(), OutputKind::Object, &["gfx1030"], &guarded);
+    hipcc.compile(&j).unwrap();
+    let err = hip_build::build_script::check_no_cxx_runtime(&[(&j.source, &j.output)]).unwrap_err();
+    assert!(err.starts_with(&format!("{}: its host code needs C++'s runtime (__cxa_guard_", j.source.display())), "{err}");
+    // the plain launchers need the HIP runtime only
+    let j = job(dir.path(), OutputKind::Object, &["gfx1030"], KERNEL);
+    hipcc.compile(&j).unwrap();
+    hip_build::build_script::check_no_cxx_runtime(&[(&j.source, &j.output)]).unwrap();
+}

@@ -170,6 +170,8 @@ fn run() -> Result<()> {
         println!("cargo:rustc-link-search=native={}", out_dir.display());
         match launchers {
             Launchers::Static => {
+                let sources: Vec<(&Path, &Path)> = objects.iter().map(|j| (j.source.as_path(), j.output.as_path())).collect();
+                hip_build::build_script::check_no_cxx_runtime(&sources)?;
                 let objects: Vec<&Path> = objects.iter().map(|j| j.output.as_path()).collect();
                 hip_build::build_script::archive(Some(&hipcc), &out_dir.join(format!("lib{STATIC_LIB}.a")), &objects)?;
                 // without a kind, as upstream links its `libmoe.a` (`rustc-link-lib=moe`): not bundled
@@ -177,8 +179,8 @@ fn run() -> Result<()> {
                 // crates that depend on this one, so that a crate with its own copy of a launcher
                 // (mistralrs-core's `moe_gemm_wmma`) links as it does on CUDA
                 println!("cargo:rustc-link-lib={STATIC_LIB}");
-                // The objects need only the HIP runtime (hipLaunchKernel, __hipRegisterFatBinary, …), not libstdc++:
-                // amdhip64 and its search path come from candle-rocm-hip.
+                // The objects need only the HIP runtime (hipLaunchKernel, __hipRegisterFatBinary, …), not libstdc++
+                // (checked above): amdhip64 and its search path come from candle-rocm-hip.
             }
             Launchers::Shared => {
                 link_shared(&hipcc, &out_dir, &objects)?;

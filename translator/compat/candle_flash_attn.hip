@@ -940,10 +940,13 @@ template <class T, int DMAX> struct Fwd<T, DMAX, TILES> {
     template <int MR>
     static void run_mr(const Params& p, dim3 grid, hipStream_t stream) {
         constexpr size_t lds = MmaTiles<DMAX, MR>::lds_bytes;
-        // LDS past the 48 KB a kernel gets without asking (NVIDIA's default; AMD's is 64 KB)
-        static const bool sized = hipFuncSetAttribute(reinterpret_cast<const void*>(&fwd_tiles<T, DMAX, MR>),
-                                                      hipFuncAttributeMaxDynamicSharedMemorySize, int(lds)) == hipSuccess;
-        (void)sized;
+        // LDS past the 48 KB a kernel gets without asking (NVIDIA's default; AMD's is 64 KB),
+        // asked on every launch: the attribute belongs to the current device, and a
+        // function-local static would need C++'s runtime (__cxa_guard_*), which the kernels'
+        // static library is linked without
+        if constexpr (lds > 48 * 1024)
+            (void)hipFuncSetAttribute(reinterpret_cast<const void*>(&fwd_tiles<T, DMAX, MR>),
+                                      hipFuncAttributeMaxDynamicSharedMemorySize, int(lds));
         fwd_tiles<T, DMAX, MR><<<grid, dim3(THREADS), lds, stream>>>(p);
     }
     static void run(const Params& p, dim3 grid, hipStream_t stream) {
