@@ -267,11 +267,11 @@ struct Block {
     // past the sequence and past d: with p.vec8, 16 bytes per copy, issued asynchronously
     // where the GPU copies into LDS on its own (candle_wmma::lds_copy16), else a load and a
     // store; done once the caller's lds_copy_wait and a block barrier have passed.
-    template <int DMAX, int BN, int KP>
+    template <int DMAX, int BN, int KP, int NT>
     __device__ __forceinline__ void load_tile(const Params& p, int n0, const T* base, uint32_t rs, uint32_t bs, T* dst) const {
         if (p.vec8) {
             constexpr int V8 = DMAX / 8;
-            for (int e = threadIdx.x; e < BN * V8; e += THREADS) {
+            for (int e = threadIdx.x; e < BN * V8; e += NT) {
                 const int r = e / V8, c = (e % V8) * 8, j = n0 + r;
                 T* const d = dst + r * KP + c;
                 if (j < sk && c < p.d) {
@@ -282,7 +282,7 @@ struct Block {
                 }
             }
         } else {
-            for (int e = threadIdx.x; e < BN * DMAX; e += THREADS) {
+            for (int e = threadIdx.x; e < BN * DMAX; e += NT) {
                 const int r = e / DMAX, c = e % DMAX, j = n0 + r;
                 T v = from_f32<T>(0.f);
                 if (j < sk && c < p.d) {
@@ -639,9 +639,10 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles_wide(Params p) {
 
 // The matrix-tile kernel (head dims up to 128): each warp owns MR blocks of 16 block rows
 // (a row is a (query, head) pair, the G heads of a kv head packed per query), all its head
-// dims. MR = 2 (BM = 128 per block of 4 warps) where there are rows to fill it: each K/V
-// operand a warp reads from LDS then serves 32 rows; MR = 1 (BM = 64) for fewer rows (decode:
-// G rows per sequence), with longer key tiles. Per block, the keys BN at a time:
+// dims. BM = 128 rows per block where there are rows to fill it, each K/V tile in LDS serving
+// them all (MmaShape: 4 warps of MR = 2 on NVIDIA, 8 logical warps of MR = 1 on AMD); BM = 64
+// (4 warps, MR = 1) for fewer rows (decode: G rows per sequence), with longer key tiles. Per
+// block, the keys BN at a time:
 //   * K and V tiles in LDS, one buffer each, loaded in turn so that a load always runs under
 //     matrix work: V(n) is issued before S = Q K(n)ᵀ, K(n + BN) before O += P V(n)
 //     (asynchronous copies where the GPU has them: candle_wmma::lds_copy16);
@@ -653,28 +654,50 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles_wide(Params p) {
 //   * the row sums kept per lane and combined once, at the end;
 //   * masks only on the tiles some row does not see whole ([full_lo, full_hi)), tiles no
 //     row sees not visited (n_lo, n_hi: causal and windows).
-// Shapes per head-dim tile and MR as data (BN: keys per tile); LDS (dynamic, lds_bytes): Q,
-// K, V at pitch DMAX + 8 (16-byte rows, banks shifted) and P at pitch BN + 8: 61 KB at d128
-// (MR 2 with BN 32, MR 1 with BN 64), within CDNA's and RDNA's 64 KB per workgroup.
-template <int DMAX, int MR_> struct MmaTiles {
+// Shapes per head-dim tile, MR and warps per block W as data (BN: keys per tile); LDS
+// (dynamic, lds_bytes): Q, K, V at pitch DMAX + 8 (16-byte rows, banks shifted) and P at pitch
+// BN + 8: at most 61 KB (d128: BM 128 with BN 32, BM 64 with BN 64), within CDNA's and
+// RDNA's 64 KB per workgroup.
+template <int DMAX, int MR_, int W_> struct MmaTiles {
     static_assert(DMAX <= 128, "the wide kernel takes head dims past 128");
     static constexpr int MR = MR_;                        // 16-row blocks per warp
-    static constexpr int BM = 16 * MR * WARPS;
-    static constexpr int BN = MR == 1 || DMAX <= 64 ? 64 : 32;
+    static constexpr int W = W_;                          // logical warps per block
+    static constexpr int THREADS = WARP * W;
+    static constexpr int BM = 16 * MR * W;
+    static constexpr int BN = BM <= 64 || DMAX <= 64 ? 64 : 32;
     static constexpr int KP = DMAX + 8;
     static constexpr int PP = BN + 8;
     static constexpr int DB = DMAX / 16;                  // 16-wide blocks of the head dims
     static constexpr int NB = BN / 16;                    // 16-wide blocks of the keys
     static constexpr int Q_AT = 0, K_AT = BM * KP, V_AT = K_AT + BN * KP, P_AT = V_AT + BN * KP;  // in elements
-    static constexpr size_t lds_bytes = size_t(P_AT + WARPS * 16 * PP) * 2;
+    static constexpr size_t lds_bytes = size_t(P_AT + W * 16 * PP) * 2;
     static_assert(lds_bytes <= 65536, "LDS past 64 KB");
 };
 
-// The 16-row blocks a warp holds at once, per arch family (data): two where the registers
-// hold their O and S (NVIDIA's 255 per lane, CDNA's VGPRs with its AGPRs), one on RDNA and
-// on the portable shuffles (whose accumulators spread 8 rows over each lane); a warp with
-// more (MmaTiles::MR) walks the keys once per group of blocks.
-#if defined(CANDLE_WMMA_NVIDIA) || defined(CANDLE_WMMA_MFMA)
+// The warps of a 128-row block per GPU family (data): on NVIDIA 4 warps of two 16-row blocks
+// (its 255 registers per lane hold both); on AMD 8 logical warps of one: 4 wavefronts on
+// CDNA, one per SIMD (at 61 KB of LDS a CU holds one block, whose 2 wavefronts of the
+// 4-warp shape left 2 of its 4 SIMDs idle), 8 on RDNA (every K/V tile serves the 128 rows in
+// one walk over the keys). The host pass and the device pass must agree: hipcc's host pass
+// knows the platform only; the emulations define the AMD family macro in both.
+#if defined(__HIP_PLATFORM_AMD__) || defined(__GFX9__) || defined(__GFX10__) || defined(__GFX11__) || defined(__GFX12__)
+constexpr int kWideWarps = 8;
+#else
+constexpr int kWideWarps = 4;
+#endif
+// The tiles of a block of BM rows (64: 4 warps of one row block; 128: kWideWarps warps)
+template <int DMAX, int BM> struct MmaShape {
+    static_assert(BM == 64 || BM == 128, "blocks of 64 or 128 rows");
+    static constexpr int W = BM == 64 ? WARPS : kWideWarps;
+    using type = MmaTiles<DMAX, BM / (16 * W), W>;
+};
+template <int DMAX, int BM> using MmaTilesOf = typename MmaShape<DMAX, BM>::type;
+
+// The 16-row blocks a warp holds at once, per arch family (data): two on NVIDIA's matrix
+// cores, whose 255 registers per lane hold their O and S; one elsewhere (AMD's shapes give a
+// warp one; the portable shuffles spread 8 rows of an accumulator over each lane); a warp
+// with more (MmaTiles::MR) walks the keys once per group of blocks.
+#if defined(CANDLE_WMMA_NVIDIA)
 constexpr int kArchRowBlocks = 2;
 #else
 constexpr int kArchRowBlocks = 1;
@@ -684,12 +707,13 @@ constexpr int kArchRowBlocks = 1;
 #define CANDLE_FA_DYNAMIC_LDS(name) extern __shared__ __attribute__((aligned(16))) unsigned char name[]
 #endif
 
-template <class T, int DMAX, int MR_>
-__global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
+template <class T, int DMAX, int BM_>
+__global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Params p) {
     namespace wm = candle_wmma;
-    using TL = MmaTiles<DMAX, MR_>;
+    using TL = MmaTilesOf<DMAX, BM_>;
     using AR = wm::acc16_rows;
     constexpr int BM = TL::BM, BN = TL::BN, KP = TL::KP, PP = TL::PP, DB = TL::DB, NB = TL::NB, RG = AR::groups;
+    constexpr int NT = TL::THREADS;
     // the warp's MRW row blocks, MR at once in PASSES walks over the keys
     constexpr int MRW = TL::MR, MR = MRW < kArchRowBlocks ? MRW : kArchRowBlocks, PASSES = MRW / MR;
     CANDLE_FA_DYNAMIC_LDS(candle_fa_lds);
@@ -704,7 +728,7 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
     const int m0 = blk.m0, nrows = blk.sq * G;
 
     // the block's rows of Q into LDS (zeros past d and past the sequence)
-    for (int e = tid; e < BM * DMAX; e += THREADS) {
+    for (int e = tid; e < BM * DMAX; e += NT) {
         const int r = e / DMAX, c = e % DMAX, pr = m0 + r, i = pr / G;
         sQ[r * KP + c] = (i < blk.sq && c < p.d) ? blk.Q[(long)i * p.q_rs + (long)(pr % G) * p.q_hs + c] : from_f32<T>(0.f);
     }
@@ -736,11 +760,11 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
     }
 
     const int n_first = (blk.n_lo / BN) * BN;
-    if (n_first < blk.n_hi) blk.template load_tile<DMAX, BN, KP>(p, n_first, blk.Kb, p.k_rs, p.k_bs, sK);
+    if (n_first < blk.n_hi) blk.template load_tile<DMAX, BN, KP, NT>(p, n_first, blk.Kb, p.k_rs, p.k_bs, sK);
     for (int n0 = n_first; n0 < blk.n_hi; n0 += BN) {
         wm::lds_copy_wait();
         __syncthreads();  // K(n0) (first time: Q) is in; every warp is done with V(n0 - BN)
-        blk.template load_tile<DMAX, BN, KP>(p, n0, blk.Vb, p.v_rs, p.v_bs, sV);
+        blk.template load_tile<DMAX, BN, KP, NT>(p, n0, blk.Vb, p.v_rs, p.v_bs, sV);
 
         wm::fragment<wm::accumulator, 16, 16, 16, float> sf[MR][NB];
         float corr[MR][RG];
@@ -822,7 +846,7 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles(Params p) {
 
         wm::lds_copy_wait();
         __syncthreads();  // V(n0) is in; every warp is done with K(n0)
-        if (n0 + BN < blk.n_hi) blk.template load_tile<DMAX, BN, KP>(p, n0 + BN, blk.Kb, p.k_rs, p.k_bs, sK);
+        if (n0 + BN < blk.n_hi) blk.template load_tile<DMAX, BN, KP, NT>(p, n0 + BN, blk.Kb, p.k_rs, p.k_bs, sK);
 
         if (working) {
             // O = O * corr + P V
@@ -936,23 +960,24 @@ template <class T, int DMAX, Kernel K = kernel_of<DMAX>()> struct Fwd;
 template <class T, int DMAX> struct Fwd<T, DMAX, TILES> {
     static int heads_per_row(const Params& p) { return p.h / p.h_k; }
     // MR 2 where the rows fill more than one 64-row block
-    static bool wide(const Params& p) { return (long)p.seqlen_q * heads_per_row(p) > MmaTiles<DMAX, 1>::BM; }
-    static int block_rows(const Params& p) { return wide(p) ? MmaTiles<DMAX, 2>::BM : MmaTiles<DMAX, 1>::BM; }
-    template <int MR>
-    static void run_mr(const Params& p, dim3 grid, hipStream_t stream) {
-        constexpr size_t lds = MmaTiles<DMAX, MR>::lds_bytes;
+    static bool wide(const Params& p) { return (long)p.seqlen_q * heads_per_row(p) > 64; }
+    static int block_rows(const Params& p) { return wide(p) ? 128 : 64; }
+    template <int BM>
+    static void run_rows(const Params& p, dim3 grid, hipStream_t stream) {
+        using TL = MmaTilesOf<DMAX, BM>;
+        constexpr size_t lds = TL::lds_bytes;
         // LDS past the 48 KB a kernel gets without asking (NVIDIA's default; AMD's is 64 KB),
         // asked on every launch: the attribute belongs to the current device, and a
         // function-local static would need C++'s runtime (__cxa_guard_*), which the kernels'
         // static library is linked without
         if constexpr (lds > 48 * 1024)
-            (void)hipFuncSetAttribute(reinterpret_cast<const void*>(&fwd_tiles<T, DMAX, MR>),
+            (void)hipFuncSetAttribute(reinterpret_cast<const void*>(&fwd_tiles<T, DMAX, BM>),
                                       hipFuncAttributeMaxDynamicSharedMemorySize, int(lds));
-        fwd_tiles<T, DMAX, MR><<<grid, dim3(THREADS), lds, stream>>>(p);
+        fwd_tiles<T, DMAX, BM><<<grid, dim3(TL::THREADS), lds, stream>>>(p);
     }
     static void run(const Params& p, dim3 grid, hipStream_t stream) {
-        if (wide(p)) run_mr<2>(p, grid, stream);
-        else run_mr<1>(p, grid, stream);
+        if (wide(p)) run_rows<128>(p, grid, stream);
+        else run_rows<64>(p, grid, stream);
     }
 };
 template <class T, int DMAX> struct Fwd<T, DMAX, WIDE_TILES> {

@@ -4,6 +4,8 @@
 //   -D__gfx942__ -DEMU_CFG=cdna3_cores      candle_wmma's matrix-core tile (v_mfma_f32_16x16x16*)
 //   -D__gfx942__ -DCANDLE_HIP_NO_WMMA_MATRIX_CORES -DEMU_CFG=cdna3_shuffles   its portable shuffles
 //   -D__gfx90a__ -DEMU_CFG=cdna2_cores      CDNA2's instructions (v_mfma_f32_16x16x16f16 / bf16_1k)
+// each with -D__GFX9__, the family macro clang defines beside them (the kernel's block shape
+// per GPU family reads it, in the host code as in the device code)
 // and linked with the others into fa_wave64 (run.sh). The kernel file is
 // included with only its launch syntax rewritten and `extern "C"` removed
 // (run.sh), inside namespace EMU_CFG, so that each configuration's run_mha

@@ -173,6 +173,7 @@ int main() {
     auto add = [&](Case c) { cases.push_back(std::move(c)); };
     add({.name = "d64 f16 GQA 4/2 b2 40x40 causal", .b = 2, .h = 4, .h_k = 2, .d = 64, .sq = 40, .sk = 40, .causal = true});
     add({.name = "d128 bf16 MQA 17x50 (sq != sk)", .bf16 = true, .h = 2, .h_k = 1, .d = 128, .sq = 17, .sk = 50});
+    add({.name = "d128 f16 GQA 4/1 40x72 causal (128-row blocks)", .h = 4, .h_k = 1, .d = 128, .sq = 40, .sk = 72, .causal = true});
     add({.name = "d32 bf16 70x70 causal", .bf16 = true, .d = 32, .sq = 70, .sk = 70, .causal = true});
     add({.name = "d96 bf16 48x48 window 8/4 softcap 30", .bf16 = true, .d = 96, .sq = 48, .sk = 48, .wl = 8, .wr = 4, .softcap = 30.f});
     add({.name = "d160 f16 33x40 alibi", .d = 160, .sq = 33, .sk = 40, .alibi = true});

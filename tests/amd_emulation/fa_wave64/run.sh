@@ -25,10 +25,10 @@ gen_inc=(-I "$build/rewritten" -I "$gen")
 
 pids=()
 build_cfg() { emu_build_cfg "$here/fa_config.cpp" "$@"; }  # name gfx-macro [extra flags]
-build_cfg cdna3_cores __gfx942__ & pids+=($!)
-build_cfg cdna3_shuffles __gfx942__ -DCANDLE_HIP_NO_WMMA_MATRIX_CORES & pids+=($!)
+build_cfg cdna3_cores __gfx942__ -D__GFX9__ & pids+=($!)
+build_cfg cdna3_shuffles __gfx942__ -D__GFX9__ -DCANDLE_HIP_NO_WMMA_MATRIX_CORES & pids+=($!)
 wait "${pids[@]}"
-build_cfg cdna2_cores __gfx90a__
+build_cfg cdna2_cores __gfx90a__ -D__GFX9__
 "${cxx[@]}" -c "$here/fa_wave64.cpp" -o "$build/fa_wave64.o"
 "${cxx[@]}" "$build"/cdna3_cores.o "$build"/cdna3_shuffles.o "$build"/cdna2_cores.o "$build/fa_wave64.o" -o "$build/fa_wave64"
 "$build/fa_wave64"
