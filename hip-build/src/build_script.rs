@@ -130,19 +130,24 @@ pub fn archive(hipcc: Option<&Hipcc>, lib: &Path, objects: &[&Path]) -> Result<(
     Err(format!("no archiver found to build {} (tried {tried}): install binutils or set AR", lib.display()))
 }
 
-/// Symbols of C++'s runtime (libstdc++/libsupc++) that a launcher object must not need:
-/// the static kernels library is linked without it (function-local statics with dynamic
-/// initialisation call `__cxa_guard_*`, exceptions `__gxx_personality_v0`/`__cxa_throw`,
-/// the standard library `_ZNSt`/`_ZSt` names).
-const CXX_RUNTIME_PREFIXES: &[&str] = &["__cxa_", "__gxx_", "_ZSt", "_ZNSt", "_ZNKSt"];
+/// C++'s ABI runtime (libsupc++, inside libstdc++), which a launcher object must not need:
+/// the static kernels library is linked without it, and Rust's linker (lld) adds no C++
+/// library. Function-local statics with dynamic initialisation call `__cxa_guard_*`,
+/// exceptions `__gxx_personality_v0` and `__cxa_throw`. glibc's own `__cxa_*` (static
+/// destructors, `__cxa_atexit`) are allowed. The standard library's names (`_ZSt...`) are
+/// not checked: a header such as a newer libstdc++'s <iostream> (through hipCUB, in the ROCm
+/// 7.2 root) references its own initialiser, which the linker there resolves.
+const CXX_RUNTIME_PREFIXES: &[&str] = &["__cxa_", "__gxx_"];
+const GLIBC_CXA: &[&str] = &["__cxa_atexit", "__cxa_finalize", "__cxa_thread_atexit_impl"];
 
-/// Fails naming the first source whose host object needs C++'s runtime, and the symbol.
+/// Fails naming the first source whose host object needs C++'s ABI runtime, and the symbol.
 pub fn check_no_cxx_runtime(objects: &[(&Path, &Path)]) -> Result<(), String> {
     for (source, object) in objects {
         let undefined = crate::code_object::host_undefined_symbols(object).map_err(|e| e.to_string())?;
-        if let Some(symbol) = undefined.iter().find(|sym| CXX_RUNTIME_PREFIXES.iter().any(|p| sym.starts_with(p))) {
+        let needs_runtime = |sym: &&String| CXX_RUNTIME_PREFIXES.iter().any(|p| sym.starts_with(p)) && !GLIBC_CXA.contains(&sym.as_str());
+        if let Some(symbol) = undefined.iter().find(needs_runtime) {
             return Err(format!(
-                "{}: its host code needs C++'s runtime ({symbol}), which the kernels library is linked without (a function-local static, an exception or std:: in a launcher)",
+                "{}: its host code needs C++'s runtime ({symbol}), which the kernels library is linked without (a function-local static or an exception in a launcher)",
                 source.display()
             ));
         }

@@ -179,7 +179,7 @@ fn run() -> Result<()> {
                 // crates that depend on this one, so that a crate with its own copy of a launcher
                 // (mistralrs-core's `moe_gemm_wmma`) links as it does on CUDA
                 println!("cargo:rustc-link-lib={STATIC_LIB}");
-                // The objects need only the HIP runtime (hipLaunchKernel, __hipRegisterFatBinary, …), not libstdc++
+                // The objects need only the HIP runtime (hipLaunchKernel, __hipRegisterFatBinary, …), not C++'s ABI runtime
                 // (checked above): amdhip64 and its search path come from candle-rocm-hip.
             }
             Launchers::Shared => {
