@@ -46,6 +46,18 @@ template <> __device__ __forceinline__ candle_bf16 from_f32<candle_bf16>(float v
 
 __device__ __forceinline__ float shfl_xor(float v, int mask) { return candle_shfl_xor(v, mask, WARP); }
 
+// 2^x of the online softmax (x <= 0): on AMD the hardware's v_exp_f32 alone, whose results
+// below 2^-126 are flushed to zero (a probability that small beside the row's largest, 1,
+// adds nothing an f32 sum keeps); exp2f, which AMD's compiler widens with a denormal range
+// fix of four more instructions, elsewhere.
+__device__ __forceinline__ float exp2_softmax(float x) {
+#if defined(__AMDGCN__) && __has_builtin(__builtin_amdgcn_exp2f)
+    return __builtin_amdgcn_exp2f(x);
+#else
+    return exp2f(x);
+#endif
+}
+
 // The row kernel's shapes per head-dim tile DMAX: BN keys per step, R query rows per warp.
 template <int DMAX> struct Tiles {
     static constexpr int BN = DMAX <= 256 ? 32 : 16;
@@ -266,18 +278,30 @@ struct Block {
     // past the sequence and past d: with p.vec8, 16 bytes per copy, issued asynchronously
     // where the GPU copies into LDS on its own (candle_wmma::lds_copy16), else a load and a
     // store; done once the caller's lds_copy_wait and a block barrier have passed.
-    template <int DMAX, int BN, int KP, int NT>
+    // TRANSPOSED: column c of the tile at dst + c * KP instead (KP then pitches the keys).
+    template <int DMAX, int BN, int KP, int NT, bool TRANSPOSED = false>
     __device__ __forceinline__ void load_tile(const Params& p, int n0, const T* base, uint32_t rs, uint32_t bs, T* dst) const {
         if (p.vec8) {
             constexpr int V8 = DMAX / 8;
             for (int e = threadIdx.x; e < BN * V8; e += NT) {
                 const int r = e / V8, c = (e % V8) * 8, j = n0 + r;
-                T* const d = dst + r * KP + c;
-                if (j < sk && c < p.d) {
-                    const long row = table != nullptr ? (long)table[j / p.page] * bs + (long)(j % p.page) * rs : (long)j * rs;
-                    candle_wmma::lds_copy16(d, base + row + c);
+                if constexpr (TRANSPOSED) {
+                    union { uint4 u; T t[8]; } v;
+                    v.u = make_uint4(0, 0, 0, 0);
+                    if (j < sk && c < p.d) {
+                        const long row = table != nullptr ? (long)table[j / p.page] * bs + (long)(j % p.page) * rs : (long)j * rs;
+                        v.u = *reinterpret_cast<const uint4*>(base + row + c);
+                    }
+#pragma unroll
+                    for (int t = 0; t < 8; ++t) dst[(c + t) * KP + r] = v.t[t];
                 } else {
-                    *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
+                    T* const d = dst + r * KP + c;
+                    if (j < sk && c < p.d) {
+                        const long row = table != nullptr ? (long)table[j / p.page] * bs + (long)(j % p.page) * rs : (long)j * rs;
+                        candle_wmma::lds_copy16(d, base + row + c);
+                    } else {
+                        *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
+                    }
                 }
             }
         } else {
@@ -288,7 +312,7 @@ struct Block {
                     const long row = table != nullptr ? (long)table[j / p.page] * bs + (long)(j % p.page) * rs : (long)j * rs;
                     v = base[row + c];
                 }
-                dst[r * KP + c] = v;
+                dst[TRANSPOSED ? c * KP + r : r * KP + c] = v;
             }
         }
     }
@@ -653,10 +677,32 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles_wide(Params p) {
 //   * the row sums kept per lane and combined once, at the end;
 //   * masks only on the tiles some row does not see whole ([full_lo, full_hi)), tiles no
 //     row sees not visited (n_lo, n_hi: causal and windows).
+// The shapes and layouts per GPU family below are chosen alike by the host pass (which sizes
+// the launch and its LDS) and the device pass: hipcc's host pass knows the platform only,
+// the emulations define the AMD family macro (__GFX9__ ... __GFX12__) in both.
+#if defined(__HIP_PLATFORM_AMD__) || defined(__GFX9__) || defined(__GFX10__) || defined(__GFX11__) || defined(__GFX12__)
+#define CANDLE_FA_AMD_SHAPES 1
+#else
+#define CANDLE_FA_AMD_SHAPES 0
+#endif
+
+// V's layout in LDS per GPU family (data): as in memory on NVIDIA, whose ldmatrix.trans gives
+// P·V's B operand from it; transposed (a head dim's keys contiguous) on AMD, whose matrix
+// B operands (MFMA, WMMA) hold consecutive keys per lane: read from V's rows they were 4
+// (MFMA) or 16 (WMMA) separate 16-bit LDS reads per operand, from Vᵀ one or two wide ones.
+constexpr bool kVTransposed = CANDLE_FA_AMD_SHAPES;
+
+// The warps of a 128-row block per GPU family (data): on NVIDIA 4 warps of two 16-row blocks
+// (its 255 registers per lane hold both); on AMD 8 logical warps of one: 4 wavefronts on
+// CDNA, one per SIMD (at 61 KB of LDS a CU holds one block, whose 2 wavefronts of the
+// 4-warp shape left 2 of its 4 SIMDs idle), 8 on RDNA (every K/V tile serves the 128 rows in
+// one walk over the keys).
+constexpr int kWideWarps = CANDLE_FA_AMD_SHAPES ? 8 : 4;
+
 // Shapes per head-dim tile, MR and warps per block W as data (BN: keys per tile); LDS
-// (dynamic, lds_bytes): Q, K, V at pitch DMAX + 8 (16-byte rows, banks shifted) and P at pitch
-// BN + 8: at most 61 KB (d128: BM 128 with BN 32, BM 64 with BN 64), within CDNA's and
-// RDNA's 64 KB per workgroup.
+// (dynamic, lds_bytes): Q, K, V at pitch DMAX + 8 (16-byte rows, banks shifted; Vᵀ at BN + 8)
+// and P at pitch BN + 8: at most 61 KB on NVIDIA and 62.5 KB on AMD (d128: BM 128 with BN 32,
+// BM 64 with BN 64), within CDNA's and RDNA's 64 KB per workgroup.
 template <int DMAX, int MR_, int W_> struct MmaTiles {
     static_assert(DMAX <= 128, "the wide kernel takes head dims past 128");
     static constexpr int MR = MR_;                        // 16-row blocks per warp
@@ -666,24 +712,15 @@ template <int DMAX, int MR_, int W_> struct MmaTiles {
     static constexpr int BN = BM <= 64 || DMAX <= 64 ? 64 : 32;
     static constexpr int KP = DMAX + 8;
     static constexpr int PP = BN + 8;
+    static constexpr int VP = kVTransposed ? PP : KP;     // V's pitch: keys (transposed) or dims
     static constexpr int DB = DMAX / 16;                  // 16-wide blocks of the head dims
     static constexpr int NB = BN / 16;                    // 16-wide blocks of the keys
-    static constexpr int Q_AT = 0, K_AT = BM * KP, V_AT = K_AT + BN * KP, P_AT = V_AT + BN * KP;  // in elements
+    static constexpr int Q_AT = 0, K_AT = BM * KP, V_AT = K_AT + BN * KP;  // in elements
+    static constexpr int P_AT = V_AT + (kVTransposed ? DMAX * PP : BN * KP);
     static constexpr size_t lds_bytes = size_t(P_AT + W * 16 * PP) * 2;
     static_assert(lds_bytes <= 65536, "LDS past 64 KB");
 };
 
-// The warps of a 128-row block per GPU family (data): on NVIDIA 4 warps of two 16-row blocks
-// (its 255 registers per lane hold both); on AMD 8 logical warps of one: 4 wavefronts on
-// CDNA, one per SIMD (at 61 KB of LDS a CU holds one block, whose 2 wavefronts of the
-// 4-warp shape left 2 of its 4 SIMDs idle), 8 on RDNA (every K/V tile serves the 128 rows in
-// one walk over the keys). The host pass and the device pass must agree: hipcc's host pass
-// knows the platform only; the emulations define the AMD family macro in both.
-#if defined(__HIP_PLATFORM_AMD__) || defined(__GFX9__) || defined(__GFX10__) || defined(__GFX11__) || defined(__GFX12__)
-constexpr int kWideWarps = 8;
-#else
-constexpr int kWideWarps = 4;
-#endif
 // The tiles of a block of BM rows (64: 4 warps of one row block; 128: kWideWarps warps)
 template <int DMAX, int BM> struct MmaShape {
     static_assert(BM == 64 || BM == 128, "blocks of 64 or 128 rows");
@@ -763,7 +800,7 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
     for (int n0 = n_first; n0 < blk.n_hi; n0 += BN) {
         wm::lds_copy_wait();
         __syncthreads();  // K(n0) (first time: Q) is in; every warp is done with V(n0 - BN)
-        blk.template load_tile<DMAX, BN, KP, NT>(p, n0, blk.Vb, p.v_rs, p.v_bs, sV);
+        blk.template load_tile<DMAX, BN, TL::VP, NT, kVTransposed>(p, n0, blk.Vb, p.v_rs, p.v_bs, sV);
 
         wm::fragment<wm::accumulator, 16, 16, 16, float> sf[MR][NB];
         float corr[MR][RG];
@@ -828,7 +865,7 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
                 for (int g = 0; g < RG; ++g) {
                     const float m_new = fmaxf(m_run[mr][g], AR::max(mx[g]));
                     m_use[g] = m_new == -INFINITY ? 0.f : m_new;
-                    corr[mr][g] = exp2f(m_run[mr][g] - m_use[g]);
+                    corr[mr][g] = exp2_softmax(m_run[mr][g] - m_use[g]);
                     m_run[mr][g] = m_new;
                     l_run[mr][g] *= corr[mr][g];
                 }
@@ -836,7 +873,7 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
                 for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
                     for (int s = 0; s < sf[mr][nb].num_elements; ++s) {
-                        const float pj = exp2f(sf[mr][nb].x[s] - m_use[AR::group(s)]);
+                        const float pj = exp2_softmax(sf[mr][nb].x[s] - m_use[AR::group(s)]);
                         l_run[mr][AR::group(s)] += pj;
                         sf[mr][nb].x[s] = pj;
                     }
@@ -862,8 +899,10 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
                 for (int mr = 0; mr < MR; ++mr) wm::wmma_acc_to_a(pf[mr], sf[mr][nb], Pw, PP);
 #pragma unroll
                 for (int db = 0; db < DB; ++db) {
-                    wm::fragment<wm::matrix_b, 16, 16, 16, T, wm::row_major> vf;
-                    wm::wmma_load_matrix_lds(vf, sV + nb * 16 * KP + db * 16, KP);
+                    using VLayout = typename std::conditional<kVTransposed, wm::col_major, wm::row_major>::type;
+                    wm::fragment<wm::matrix_b, 16, 16, 16, T, VLayout> vf;
+                    if constexpr (kVTransposed) wm::wmma_load_matrix_lds(vf, sV + db * 16 * TL::VP + nb * 16, TL::VP);
+                    else wm::wmma_load_matrix_lds(vf, sV + nb * 16 * KP + db * 16, KP);
 #pragma unroll
                     for (int mr = 0; mr < MR; ++mr) wm::wmma_mma(of[mr][db], pf[mr], vf, of[mr][db]);
                 }

@@ -421,8 +421,12 @@ __device__ __forceinline__ P* tile_pointer(P* p, int tile) {
     // as an offset from this lane's own pointer: the result stays derived from `p`, so the
     // compiler keeps its address space (an LDS tile is read with ds_read; a pointer made
     // from the shuffled integer was generic: flat loads, 64-bit addresses in VGPRs)
+    // (read with v_readlane, a uniform lane's register into a scalar one: the tile is a
+    // constant of the unrolled loops, where a shuffle was an LDS round trip per tile)
     const long long own = static_cast<long long>(reinterpret_cast<uintptr_t>(p));
-    const long long theirs = __shfl(own, tile * kLanes, kWave);
+    const unsigned lo = static_cast<unsigned>(__builtin_amdgcn_readlane(static_cast<int>(own), tile * kLanes));
+    const unsigned hi = static_cast<unsigned>(__builtin_amdgcn_readlane(static_cast<int>(own >> 32), tile * kLanes));
+    const long long theirs = static_cast<long long>((static_cast<unsigned long long>(hi) << 32) | lo);
     using Byte = typename std::conditional<std::is_const<P>::value, const char, char>::type;
     return reinterpret_cast<P*>(reinterpret_cast<Byte*>(p) + (theirs - own));
 #else
@@ -432,7 +436,7 @@ __device__ __forceinline__ P* tile_pointer(P* p, int tile) {
 }
 __device__ __forceinline__ unsigned tile_ldm(unsigned ldm, int tile) {
 #if defined(CANDLE_WMMA_MFMA)
-    return static_cast<unsigned>(__shfl(static_cast<int>(ldm), tile * kLanes, kWave));
+    return static_cast<unsigned>(__builtin_amdgcn_readlane(static_cast<int>(ldm), tile * kLanes));
 #else
     (void)tile;
     return ldm;
@@ -689,6 +693,33 @@ __device__ __forceinline__ void wmma_scale_rows(fragment<accumulator, M, N, 16, 
 }
 
 namespace detail {
+#if defined(CANDLE_WMMA_MFMA)
+// A row of MFMA's accumulator lies in one 16-lane DPP row of the wavefront (lanes 16q ..
+// 16q + 15): its max and sum by four DPP moves folded into the arithmetic (quad_perm
+// [1,0,3,2] and [2,3,0,1], row_half_mirror, row_mirror; the DPP_CTRL values of AMD's CDNA
+// ISA guides), where shuffles were LDS round trips (ds_bpermute). Every lane of the row ends
+// with the same bits: each step combines two equal partial results in either order.
+struct dpp_row16 {
+    static constexpr int lanes = 16;
+    template <int CTRL>
+    __device__ static float move(float v) {
+        return __int_as_float(__builtin_amdgcn_mov_dpp(__float_as_int(v), CTRL, 0xf, 0xf, true));
+    }
+    __device__ static float max(float v) {
+        v = fmaxf(v, move<0xb1>(v));
+        v = fmaxf(v, move<0x4e>(v));
+        v = fmaxf(v, move<0x141>(v));
+        return fmaxf(v, move<0x140>(v));
+    }
+    __device__ static float sum(float v) {
+        v += move<0xb1>(v);
+        v += move<0x4e>(v);
+        v += move<0x141>(v);
+        return v + move<0x140>(v);
+    }
+};
+#endif
+
 // The matrix cores' accumulator (core_c_index): NVIDIA's m16n8k16 pair holds rows l/4 and
 // l/4 + 8 (slots (s%4)/2), columns 2*(l%4) + s%2 + 8*(s/4); the AMD instructions hold
 // column l%16 and one row per slot (CDNA: 4*(l/16) + r of tile s/4; gfx11: 2r + l/16;
@@ -699,7 +730,11 @@ struct acc16_rows_core : row_lanes<4, kWave> {
     static constexpr bool acc_is_a = true;
     __device__ static constexpr int group(int slot) { return (slot % 4) / 2; }
 #else
+#if defined(CANDLE_WMMA_MFMA)
+struct acc16_rows_core : dpp_row16 {
+#else
 struct acc16_rows_core : row_lanes<16, kWave> {
+#endif
     static constexpr int groups = kCoreTiles * kCoreC;
     static constexpr bool acc_is_a = false;
     __device__ static constexpr int group(int slot) { return slot; }

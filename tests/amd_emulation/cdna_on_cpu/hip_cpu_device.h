@@ -14,7 +14,7 @@
 //     device pass: NO_DEVICE_CODE traps, candle_dp4a uses the gfx builtin);
 //   - threadIdx / blockIdx / blockDim / gridDim, dim3, __syncthreads,
 //     __shfl / __shfl_xor / __shfl_up / __shfl_down (HIP's lane arithmetic,
-//     widths 1..64, over the 64-lane wavefront), the atomics the compat
+//     widths 1..64, over the 64-lane wavefront), __builtin_amdgcn_readlane and _mov_dpp, the atomics the compat
 //     headers name, __popc;
 //   - __float_as_uint and the other bit casts, rsqrtf, normcdff / normcdf, HIP's
 //     integer min / max;
@@ -257,6 +257,40 @@ inline T emu_wave_exchange(T v, int src, const char* op) {
     w.bar.arrive_and_wait();
     return r;
 }
+
+// v_readlane_b32 (__builtin_amdgcn_readlane): lane `src`'s 32-bit register, the same for
+// every lane. The hardware takes the lane select from an SGPR or a constant (the compiler
+// makes a non-uniform one a loop over its values: each lane then gets its own selection's,
+// which is what this gives); reading an inactive lane is an error here.
+inline int emu_readlane(int v, int src) { return emu_wave_exchange(v, src, "__builtin_amdgcn_readlane"); }
+#define __builtin_amdgcn_readlane(v, lane) emu_readlane((v), (lane))
+
+// v_mov_b32 with DPP (__builtin_amdgcn_mov_dpp): lane l reads the lane its DPP_CTRL names
+// within l's row of 16 lanes, as AMD's CDNA3 ISA guide defines them (DPP16): quad_perm
+// (0x00-0xff: within each 4 lanes, lane q reads lane (ctrl >> 2q) & 3), row_shl / row_shr 1-15
+// (0x101-0x10f / 0x111-0x11f), row_mirror (0x140: 15 - l within the row), row_half_mirror
+// (0x141: 7 - l within each 8). A source past the row gives 0 with bound_ctrl, else the
+// lane's own value here (the instruction leaves the lane unwritten). Other controls, and row
+// or bank masks other than 0xf (all rows and banks written), are errors here.
+inline int emu_mov_dpp(int v, int ctrl, int row_mask, int bank_mask, bool bound_ctrl) {
+    if (row_mask != 0xf || bank_mask != 0xf) emu_fatal("__builtin_amdgcn_mov_dpp: row/bank masks other than 0xf are not emulated");
+    const int lane = emu_lane_id(), base = lane & ~15, in_row = lane & 15;
+    int src = -1;
+    if (ctrl >= 0 && ctrl <= 0xff) src = (lane & ~3) | ((ctrl >> (2 * (lane & 3))) & 3);
+    else if (ctrl >= 0x101 && ctrl <= 0x10f) src = in_row + (ctrl - 0x100) < 16 ? lane + (ctrl - 0x100) : -1;
+    else if (ctrl >= 0x111 && ctrl <= 0x11f) src = in_row - (ctrl - 0x110) >= 0 ? lane - (ctrl - 0x110) : -1;
+    else if (ctrl == 0x140) src = base + 15 - in_row;
+    else if (ctrl == 0x141) src = (lane & ~7) + 7 - (lane & 7);
+    else {
+        char msg[80];
+        snprintf(msg, sizeof msg, "__builtin_amdgcn_mov_dpp: DPP_CTRL 0x%x is not emulated", ctrl);
+        emu_fatal(msg);
+    }
+    // every lane takes part in the exchange (an out-of-row source reads its own lane)
+    const int r = emu_wave_exchange(v, src < 0 ? lane : src, "__builtin_amdgcn_mov_dpp");
+    return src < 0 ? (bound_ctrl ? 0 : v) : r;
+}
+#define __builtin_amdgcn_mov_dpp(v, ctrl, row_mask, bank_mask, bound_ctrl) emu_mov_dpp((v), (ctrl), (row_mask), (bank_mask), (bound_ctrl))
 
 // The wavefront barrier (candle_wmma's wave_sync around LDS a wavefront's lanes pass to
 // each other): every active lane of the wavefront arrives before any leaves; the fences on
