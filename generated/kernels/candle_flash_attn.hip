@@ -246,29 +246,18 @@ struct Block {
     }
 
     // The scores of query row i and keys j0 .. j0+N-1 (exp2 domain, -inf where bit c of
-    // `seen` is clear) from q_i · k_j in sv, in place; each uniform choice taken once for
-    // the N keys. Alibi as upstream's: +slope * j when causal (the same output as the form
-    // below, a softmax_lse shifted by slope * (i + off)), else -slope * |i + off - j|.
+    // `seen` is clear) from q_i · k_j in sv, in place: `score` per key, with this block's
+    // head slope.
     template <int N>
     __device__ __forceinline__ void scores(const Params& p, float (&sv)[N], unsigned seen, int i, int j0) const {
-        if (p.softcap_in > 0.f) {
 #pragma unroll
-            for (int c = 0; c < N; ++c) sv[c] = tanhf(sv[c] * p.softcap_in);
-        }
-        if (p.alibi != nullptr) {
-#pragma unroll
-            for (int c = 0; c < N; ++c) sv[c] = sv[c] * p.scale + (mode == CAUSAL ? slope * (float)(j0 + c) : -slope * (float)abs(i + off - j0 - c));
-        } else {
-#pragma unroll
-            for (int c = 0; c < N; ++c) sv[c] *= p.scale;
-        }
-#pragma unroll
-        for (int c = 0; c < N; ++c) sv[c] = (seen >> c) & 1u ? sv[c] * 1.4426950408889634f : -INFINITY;
+        for (int c = 0; c < N; ++c) sv[c] = score(p, sv[c], (seen >> c) & 1u, slope, i, j0 + c);
     }
 
-    // One score of query row i (head slope `sl`) and key j, as `scores` gives it; `seen` is 1
-    // or 0 (the -inf of an unseen key added, not selected: no lane mask per key, which on a
-    // CDNA wavefront would be a pair of SGPRs each)
+    // One score of query row i (head slope `sl`) and key j; `seen` is 1 or 0 (the -inf of an
+    // unseen key added, not selected: no lane mask per key, which on a CDNA wavefront would be
+    // a pair of SGPRs each). Alibi as upstream's: +slope * j when causal (the same output as
+    // the form below, a softmax_lse shifted by slope * (i + off)), else -slope * |i + off - j|.
     __device__ __forceinline__ float score(const Params& p, float s, unsigned seen, float sl, int i, int j) const {
         if (p.softcap_in > 0.f) s = tanhf(s * p.softcap_in);
         s = p.alibi != nullptr ? s * p.scale + (mode == CAUSAL ? sl * (float)j : -sl * (float)abs(i + off - j)) : s * p.scale;
@@ -295,6 +284,16 @@ struct Block {
                     }
 #pragma unroll
                     for (int t = 0; t < 8; ++t) dst[(c + t) * KP + r] = v.t[t];
+                } else if constexpr (KP % 8 != 0) {
+                    // rows not 16-byte aligned in LDS (the row kernel's pitch): four 32-bit words
+                    static_assert(KP % 2 == 0, "32-bit aligned rows");
+                    uint4 v = make_uint4(0, 0, 0, 0);
+                    if (j < sk && c < p.d) {
+                        const long row = table != nullptr ? (long)table[j / p.page] * bs + (long)(j % p.page) * rs : (long)j * rs;
+                        v = *reinterpret_cast<const uint4*>(base + row + c);
+                    }
+                    uint32_t* const d = reinterpret_cast<uint32_t*>(dst + r * KP + c);
+                    d[0] = v.x; d[1] = v.y; d[2] = v.z; d[3] = v.w;
                 } else {
                     T* const d = dst + r * KP + c;
                     if (j < sk && c < p.d) {
@@ -318,49 +317,13 @@ struct Block {
         }
     }
 
-    // K and V rows n0 .. n0+BN into LDS at pitch KP (zeros past the sequence and past d);
-    // with p.vec8, 8 elements (16 bytes) per load, stored as four 32-bit words (KP even)
+    // K and V rows n0 .. n0+BN into LDS at pitch KP (zeros past the sequence and past d), in
+    // place once the caller's block barrier has passed
     template <int DMAX, int BN, int KP>
     __device__ __forceinline__ void load_kv(const Params& p, int n0, T* sK, T* sV) const {
-        auto key_rows = [&](int j, long& krow, long& vrow) {
-            krow = (long)j * p.k_rs;
-            vrow = (long)j * p.v_rs;
-            if (table != nullptr) {
-                const long blk = table[j / p.page];
-                krow = blk * p.k_bs + (long)(j % p.page) * p.k_rs;
-                vrow = blk * p.v_bs + (long)(j % p.page) * p.v_rs;
-            }
-        };
-        if (p.vec8) {
-            constexpr int V8 = DMAX / 8;
-            for (int e = threadIdx.x; e < BN * V8; e += THREADS) {
-                const int r = e / V8, c = (e % V8) * 8, j = n0 + r;
-                uint4 kv = make_uint4(0, 0, 0, 0), vv = kv;
-                if (j < sk && c < p.d) {
-                    long krow, vrow;
-                    key_rows(j, krow, vrow);
-                    kv = *reinterpret_cast<const uint4*>(Kb + krow + c);
-                    vv = *reinterpret_cast<const uint4*>(Vb + vrow + c);
-                }
-                uint32_t* dk = reinterpret_cast<uint32_t*>(sK + r * KP + c);
-                uint32_t* dv = reinterpret_cast<uint32_t*>(sV + r * KP + c);
-                dk[0] = kv.x; dk[1] = kv.y; dk[2] = kv.z; dk[3] = kv.w;
-                dv[0] = vv.x; dv[1] = vv.y; dv[2] = vv.z; dv[3] = vv.w;
-            }
-        } else {
-            for (int e = threadIdx.x; e < BN * DMAX; e += THREADS) {
-                const int r = e / DMAX, c = e % DMAX, j = n0 + r;
-                T kv = from_f32<T>(0.f), vv = from_f32<T>(0.f);
-                if (j < sk && c < p.d) {
-                    long krow, vrow;
-                    key_rows(j, krow, vrow);
-                    kv = Kb[krow + c];
-                    vv = Vb[vrow + c];
-                }
-                sK[r * KP + c] = kv;
-                sV[r * KP + c] = vv;
-            }
-        }
+        load_tile<DMAX, BN, KP, THREADS>(p, n0, Kb, p.k_rs, p.k_bs, sK);
+        load_tile<DMAX, BN, KP, THREADS>(p, n0, Vb, p.v_rs, p.v_bs, sV);
+        candle_wmma::lds_copy_wait();
     }
 
     // softmax_lse = ln(sum) + max (natural log; m in the exp2 domain), +inf for an empty row
@@ -501,9 +464,10 @@ __global__ void __launch_bounds__(THREADS) fwd_rows(Params p) {
 // pitch DMAX + 8 (16-byte rows, banks shifted), each warp's scores at pitch SP (f32), the
 // probabilities over the scores of the group's first warp (T, pitch 2 * SP).
 template <int DMAX> struct WideTiles {
-    static constexpr int WSPLIT = DMAX <= 128 ? 1 : 2;
+    static_assert(DMAX > 128 && DMAX <= 256, "the matrix-tile kernel takes head dims to 128, the row kernel past 256");
+    static constexpr int WSPLIT = 2;
     static constexpr int BM = 16 * WARPS / WSPLIT;
-    static constexpr int BN = DMAX <= 128 ? 32 : 16;
+    static constexpr int BN = 16;
     static constexpr int DW = DMAX / WSPLIT;
     static constexpr int KP = DMAX + 8;
     static constexpr int SP = BN + 4;
@@ -670,7 +634,8 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles_wide(Params p) {
 //   * K and V tiles in LDS, one buffer each, loaded in turn so that a load always runs under
 //     matrix work: V(n) is issued before S = Q K(n)ᵀ, K(n + BN) before O += P V(n)
 //     (asynchronous copies where the GPU has them: candle_wmma::lds_copy16);
-//   * Q in LDS for the whole walk, its operands read per tile (registers go to O and S);
+//   * Q staged in LDS; its operands read per tile (NVIDIA: registers go to O and S) or once
+//     per block into registers (AMD's 128-row blocks: kQInRegisters);
 //   * S, its online softmax and P in registers, in the accumulator's own layout
 //     (candle_wmma::acc16_rows): the row max and sum over the lanes holding a row; P becomes
 //     P·V's A operand by register moves where the layouts coincide (NVIDIA's m16n8k16),
@@ -693,6 +658,14 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles_wide(Params p) {
 // (MFMA) or 16 (WMMA) separate 16-bit LDS reads per operand, from Vᵀ one or two wide ones.
 constexpr bool kVTransposed = CANDLE_FA_AMD_SHAPES;
 
+// Where Q's operands live during the walk over the keys, per GPU family (data): in LDS on
+// NVIDIA, read again per key tile (its 255 registers per lane go to O and S of two row
+// blocks); on AMD in registers in the 128-row blocks (one row block per warp: 32 VGPRs at
+// d128 on CDNA, 64 on RDNA3, whose A operand is held twice), read from LDS once per block.
+// The 64-row blocks (decode: bound by K/V's bandwidth) keep them in LDS: with their longer
+// key tiles RDNA3's d128 kernel would spill.
+constexpr bool kQInRegisters = CANDLE_FA_AMD_SHAPES;
+
 // The warps of a 128-row block per GPU family (data): on NVIDIA 4 warps of two 16-row blocks
 // (its 255 registers per lane hold both); on AMD 8 logical warps of one: 4 wavefronts on
 // CDNA, one per SIMD (at 61 KB of LDS a CU holds one block, whose 2 wavefronts of the
@@ -714,6 +687,7 @@ template <int DMAX, int MR_, int W_> struct MmaTiles {
     static constexpr int KP = DMAX + 8;
     static constexpr int PP = BN + 8;
     static constexpr int VP = kVTransposed ? PP : KP;     // V's pitch: keys (transposed) or dims
+    static constexpr bool QREG = kQInRegisters && BM == 128;  // Q's operands in registers
     static constexpr int DB = DMAX / 16;                  // 16-wide blocks of the head dims
     static constexpr int NB = BN / 16;                    // 16-wide blocks of the keys
     static constexpr int Q_AT = 0, K_AT = BM * KP, V_AT = K_AT + BN * KP;  // in elements
@@ -771,6 +745,7 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
     }
     T* const Pw = reinterpret_cast<T*>(candle_fa_lds) + TL::P_AT + warp * 16 * PP;
     const int tile_warp = warp / AR::tiles * AR::tiles;
+    if constexpr (TL::QREG) __syncthreads();  // Q is in, for the operand loads below
 
 #pragma unroll 1
   for (int pass = 0; pass < PASSES; ++pass) {
@@ -782,6 +757,17 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
     // this lane's rows: the block row of group g of row block mr (of its own warp or, on
     // CDNA's matrix cores, of the wavefront's other logical warp)
     auto block_row = [&](int mr, int g) { return m0 + ((tile_warp + AR::tile(g)) * MRW + pass * MR + mr) * 16 + AR::row(g); };
+
+    // Q's operands, where they are held in registers (kQInRegisters)
+    wm::fragment<wm::matrix_a, 16, 16, 16, T, wm::row_major> qr[MR][TL::QREG ? DB : 1];
+    if constexpr (TL::QREG) {
+        if (working) {
+#pragma unroll
+            for (int mr = 0; mr < MR; ++mr)
+#pragma unroll
+                for (int db = 0; db < DB; ++db) wm::wmma_load_matrix_lds(qr[mr][db], Qw + mr * 16 * KP + db * 16, KP);
+        }
+    }
 
     float m_run[MR][RG], l_run[MR][RG];
     wm::fragment<wm::accumulator, 16, 16, 16, float> of[MR][DB];
@@ -816,7 +802,10 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
                 wm::fragment<wm::matrix_a, 16, 16, 16, T, wm::row_major> qf[MR];
                 wm::fragment<wm::matrix_b, 16, 16, 16, T, wm::col_major> kf[NB];
 #pragma unroll
-                for (int mr = 0; mr < MR; ++mr) wm::wmma_load_matrix_lds(qf[mr], Qw + mr * 16 * KP + db * 16, KP);
+                for (int mr = 0; mr < MR; ++mr) {
+                    if constexpr (TL::QREG) qf[mr] = qr[mr][db];
+                    else wm::wmma_load_matrix_lds(qf[mr], Qw + mr * 16 * KP + db * 16, KP);
+                }
 #pragma unroll
                 for (int nb = 0; nb < NB; ++nb) wm::wmma_load_matrix_lds(kf[nb], sK + nb * 16 * KP + db * 16, KP);
 #pragma unroll

@@ -694,12 +694,13 @@ __device__ __forceinline__ void wmma_scale_rows(fragment<accumulator, M, N, 16, 
 }
 
 namespace detail {
-#if defined(CANDLE_WMMA_MFMA)
-// A row of MFMA's accumulator lies in one 16-lane DPP row of the wavefront (lanes 16q ..
-// 16q + 15): its max and sum by four DPP moves folded into the arithmetic (quad_perm
-// [1,0,3,2] and [2,3,0,1], row_half_mirror, row_mirror; the DPP_CTRL values of AMD's CDNA
-// ISA guides), where shuffles were LDS round trips (ds_bpermute). Every lane of the row ends
-// with the same bits: each step combines two equal partial results in either order.
+#if !defined(CANDLE_WMMA_NVIDIA)
+// A row of AMD's accumulators (MFMA, gfx11 and gfx12 WMMA: core_c_index) lies in one 16-lane
+// DPP row of the wavefront (lanes 16q .. 16q + 15): its max and sum by four DPP moves folded
+// into the arithmetic (quad_perm [1,0,3,2] and [2,3,0,1], row_half_mirror, row_mirror; the
+// DPP_CTRL values of AMD's CDNA3 and RDNA3 ISA guides), where shuffles were LDS round trips
+// (ds_bpermute). Every lane of the row ends with the same bits: each step combines two equal
+// partial results in either order.
 struct dpp_row16 {
     static constexpr int lanes = 16;
     template <int CTRL>
@@ -731,11 +732,7 @@ struct acc16_rows_core : row_lanes<4, kWave> {
     static constexpr bool acc_is_a = true;
     __device__ static constexpr int group(int slot) { return (slot % 4) / 2; }
 #else
-#if defined(CANDLE_WMMA_MFMA)
 struct acc16_rows_core : dpp_row16 {
-#else
-struct acc16_rows_core : row_lanes<16, kWave> {
-#endif
     static constexpr int groups = kCoreTiles * kCoreC;
     static constexpr bool acc_is_a = false;
     __device__ static constexpr int group(int slot) { return slot; }

@@ -63,6 +63,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../dpp16.h"
+
 #ifndef __HIP_DEVICE_COMPILE__
 #define __HIP_DEVICE_COMPILE__ 1
 #endif
@@ -266,22 +268,14 @@ inline int emu_readlane(int v, int src) { return emu_wave_exchange(v, src, "__bu
 #define __builtin_amdgcn_readlane(v, lane) emu_readlane((v), (lane))
 
 // v_mov_b32 with DPP (__builtin_amdgcn_mov_dpp): lane l reads the lane its DPP_CTRL names
-// within l's row of 16 lanes, as AMD's CDNA3 ISA guide defines them (DPP16): quad_perm
-// (0x00-0xff: within each 4 lanes, lane q reads lane (ctrl >> 2q) & 3), row_shl / row_shr 1-15
-// (0x101-0x10f / 0x111-0x11f), row_mirror (0x140: 15 - l within the row), row_half_mirror
-// (0x141: 7 - l within each 8). A source past the row gives 0 with bound_ctrl, else the
-// lane's own value here (the instruction leaves the lane unwritten). Other controls, and row
-// or bank masks other than 0xf (all rows and banks written), are errors here.
+// within l's row of 16 lanes (../dpp16.h). A source past the row gives 0 with bound_ctrl,
+// else the lane's own value here (the instruction leaves the lane unwritten). Controls
+// dpp16.h does not list, and row or bank masks other than 0xf (all rows and banks
+// written), are errors here.
 inline int emu_mov_dpp(int v, int ctrl, int row_mask, int bank_mask, bool bound_ctrl) {
     if (row_mask != 0xf || bank_mask != 0xf) emu_fatal("__builtin_amdgcn_mov_dpp: row/bank masks other than 0xf are not emulated");
-    const int lane = emu_lane_id(), base = lane & ~15, in_row = lane & 15;
-    int src = -1;
-    if (ctrl >= 0 && ctrl <= 0xff) src = (lane & ~3) | ((ctrl >> (2 * (lane & 3))) & 3);
-    else if (ctrl >= 0x101 && ctrl <= 0x10f) src = in_row + (ctrl - 0x100) < 16 ? lane + (ctrl - 0x100) : -1;
-    else if (ctrl >= 0x111 && ctrl <= 0x11f) src = in_row - (ctrl - 0x110) >= 0 ? lane - (ctrl - 0x110) : -1;
-    else if (ctrl == 0x140) src = base + 15 - in_row;
-    else if (ctrl == 0x141) src = (lane & ~7) + 7 - (lane & 7);
-    else {
+    const int lane = emu_lane_id(), src = candle_dpp16_source(lane, ctrl);
+    if (src == kDpp16NotEmulated) {
         char msg[80];
         snprintf(msg, sizeof msg, "__builtin_amdgcn_mov_dpp: DPP_CTRL 0x%x is not emulated", ctrl);
         emu_fatal(msg);

@@ -31,7 +31,8 @@
 //                                                                bool clamp) -> int8
 //      D = A * B + C with A 16x16 (M x K), B 16x16 (K x N), C/D 16x16 (M x N).
 //   4. __builtin_amdgcn_perm (V_PERM_B32), __builtin_amdgcn_sdot4 (V_DOT4_I32_I8),
-//      __builtin_amdgcn_sudot4 (V_DOT4_I32_IU8).
+//      __builtin_amdgcn_sudot4 (V_DOT4_I32_IU8), __builtin_amdgcn_mov_dpp (the DPP16 moves
+//      of ../dpp16.h).
 // The builtin names are function-like macros onto candle_emu_* functions (no
 // declaration of a __builtin_ name, which GCC/EDG reserve). Part 1 below is
 // plain C++ (the layouts, the reference arithmetic, a shuffle-free model of a
@@ -133,6 +134,8 @@
 #include <type_traits>
 #include <utility>
 #endif
+
+#include "../dpp16.h"
 
 #if defined(__CUDACC__)
 #define CANDLE_EMU_HD __host__ __device__
@@ -539,6 +542,20 @@ static __device__ __forceinline__ int candle_emu_sudot4(bool a_signed, int a, bo
     return candle_emu_ref_dot4(a_signed, (uint32_t)a, b_signed, (uint32_t)b, c, clamp);
 }
 
+// v_mov_b32 with DPP on a 32-lane warp (two DPP16 rows): the source lane from ../dpp16.h,
+// fetched by a full-warp shuffle; past the row, 0 with bound_ctrl, else the lane's own value
+// (the instruction leaves the lane unwritten). Other controls and masks trap.
+static __device__ __forceinline__ int candle_emu_mov_dpp(int v, int ctrl, int row_mask, int bank_mask, bool bound_ctrl) {
+    const int lane = candle_emu_lane_id(), src = candle_dpp16_source(lane, ctrl);
+    if (row_mask != 0xf || bank_mask != 0xf || src == kDpp16NotEmulated) {
+        printf("candle_emu_mov_dpp: DPP_CTRL 0x%x with masks 0x%x/0x%x is not emulated\n", ctrl, row_mask, bank_mask);
+        __trap();
+    }
+    const int r = __shfl_sync(0xffffffffu, v, src < 0 ? lane : src);
+    return src < 0 ? (bound_ctrl ? 0 : v) : r;
+}
+
+#define __builtin_amdgcn_mov_dpp(...) candle_emu_mov_dpp(__VA_ARGS__)
 #define __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(...) candle_emu_wmma_f32_16x16x16_f16_w32(__VA_ARGS__)
 #define __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(...) candle_emu_wmma_f32_16x16x16_bf16_w32(__VA_ARGS__)
 #define __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32(...) candle_emu_wmma_i32_16x16x16_iu8_w32(__VA_ARGS__)

@@ -485,6 +485,50 @@ static void test_f16(std::mt19937& rng) {
           "bf16 bits -> float hand values");
 }
 
+// DPP16 (../dpp16.h): hand values of each control, and the four moves candle_wmma's
+// dpp_row16 reduces a 16-lane row with (quad_perm [1,0,3,2] and [2,3,0,1], row_half_mirror,
+// row_mirror) leave every lane of each row of a wave32 and a wave64 with the row's max and
+// sum, the same bits in all 16 lanes.
+static void test_dpp16(std::mt19937& rng) {
+    CHECK(candle_dpp16_source(0, 0xb1) == 1 && candle_dpp16_source(1, 0xb1) == 0 && candle_dpp16_source(2, 0xb1) == 3 &&
+              candle_dpp16_source(0, 0x4e) == 2 && candle_dpp16_source(5, 0x4e) == 7 && candle_dpp16_source(0, 0xe4) == 0 &&
+              candle_dpp16_source(16, 0x140) == 31 && candle_dpp16_source(47, 0x140) == 32 && candle_dpp16_source(8, 0x141) == 15 &&
+              candle_dpp16_source(3, 0x141) == 4 && candle_dpp16_source(14, 0x101) == 15 && candle_dpp16_source(15, 0x101) == kDpp16OutOfRow &&
+              candle_dpp16_source(17, 0x111) == 16 && candle_dpp16_source(16, 0x111) == kDpp16OutOfRow &&
+              candle_dpp16_source(0, 0x142) == kDpp16NotEmulated && candle_dpp16_source(0, 0x130) == kDpp16NotEmulated,
+          "dpp16 source lanes: quad_perm, row_mirror, row_half_mirror, row_shl/shr hand values");
+    std::uniform_real_distribution<float> u(-100.f, 100.f);
+    bool ok = true;
+    for (int wave : {32, 64}) {
+        for (int trial = 0; trial < 50; ++trial) {
+            std::vector<float> mx(wave), sm(wave);
+            for (int l = 0; l < wave; ++l) mx[l] = sm[l] = u(rng);
+            std::vector<float> x0 = mx;
+            for (int ctrl : {0xb1, 0x4e, 0x141, 0x140}) {
+                std::vector<float> m2(wave), s2(wave);
+                for (int l = 0; l < wave; ++l) {
+                    const int src = candle_dpp16_source(l, ctrl);
+                    m2[l] = std::fmax(mx[l], mx[src]);
+                    s2[l] = sm[l] + sm[src];
+                }
+                mx = m2, sm = s2;
+            }
+            for (int r = 0; r < wave / 16; ++r) {
+                float want = x0[16 * r];
+                for (int i = 1; i < 16; ++i) want = std::fmax(want, x0[16 * r + i]);
+                for (int i = 0; i < 16; ++i) {
+                    ok &= mx[16 * r + i] == want;
+                    ok &= std::memcmp(&sm[16 * r + i], &sm[16 * r], sizeof(float)) == 0;
+                }
+                double exact = 0;
+                for (int i = 0; i < 16; ++i) exact += x0[16 * r + i];
+                ok &= std::fabs(sm[16 * r] - exact) <= 1e-3 * (1 + std::fabs(exact));
+            }
+        }
+    }
+    CHECK(ok, "dpp16 row reduction: every lane of a row holds its max and sum, identical bits (wave32, wave64)");
+}
+
 // ---------------------------------------------------------------------------
 int main() {
     std::mt19937 rng(12345);
@@ -509,6 +553,7 @@ int main() {
     test_perm(rng);
     test_dot4(rng);
     test_f16(rng);
+    test_dpp16(rng);
     std::printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
 }
