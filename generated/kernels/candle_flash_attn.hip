@@ -47,17 +47,10 @@ template <> __device__ __forceinline__ candle_bf16 from_f32<candle_bf16>(float v
 
 __device__ __forceinline__ float shfl_xor(float v, int mask) { return candle_shfl_xor(v, mask, WARP); }
 
-// 2^x of the online softmax (x <= 0): on AMD the hardware's v_exp_f32 alone, whose results
-// below 2^-126 are flushed to zero (a probability that small beside the row's largest, 1,
-// adds nothing an f32 sum keeps); exp2f, which AMD's compiler widens with a denormal range
-// fix of four more instructions, elsewhere.
-__device__ __forceinline__ float exp2_softmax(float x) {
-#if defined(__AMDGCN__) && __has_builtin(__builtin_amdgcn_exp2f)
-    return __builtin_amdgcn_exp2f(x);
-#else
-    return exp2f(x);
-#endif
-}
+// 2^x of the online softmax (x <= 0): the hardware's instruction alone
+// (candle_wmma::exp2_approx: v_exp_f32, MUFU.EX2), whose results below 2^-126 are flushed to
+// zero: a probability that small beside the row's largest, 1, adds nothing an f32 sum keeps.
+__device__ __forceinline__ float exp2_softmax(float x) { return candle_wmma::exp2_approx(x); }
 
 // The row kernel's shapes per head-dim tile DMAX: BN keys per step, R query rows per warp.
 template <int DMAX> struct Tiles {
@@ -264,54 +257,80 @@ struct Block {
         return s * 1.4426950408889634f + __int_as_float(int((seen - 1u) & 0xff800000u));
     }
 
+    // Key j's row in K or V (row stride rs; paged: page stride bs through the block table)
+    template <bool PAGED>
+    __device__ __forceinline__ long key_row(const Params& p, int j, uint32_t rs, uint32_t bs) const {
+        return PAGED ? (long)table[j / p.page] * bs + (long)(j % p.page) * rs : (long)j * rs;
+    }
+
     // Rows n0 .. n0+BN of K or V (base, row and page strides) into LDS at pitch KP, zeros
     // past the sequence and past d: with p.vec8, 16 bytes per copy, issued asynchronously
     // where the GPU copies into LDS on its own (candle_wmma::lds_copy16), else a load and a
     // store; done once the caller's lds_copy_wait and a block barrier have passed.
     // TRANSPOSED: column c of the tile at dst + c * KP instead (KP then pitches the keys).
+    // Paged or not is decided once per tile, so that the unpaged copies carry no division.
     template <int DMAX, int BN, int KP, int NT, bool TRANSPOSED = false>
     __device__ __forceinline__ void load_tile(const Params& p, int n0, const T* base, uint32_t rs, uint32_t bs, T* dst) const {
+        if (table != nullptr) load_rows<DMAX, BN, KP, NT, TRANSPOSED, true>(p, n0, base, rs, bs, dst);
+        else load_rows<DMAX, BN, KP, NT, TRANSPOSED, false>(p, n0, base, rs, bs, dst);
+    }
+
+    // load_tile's copies: a fixed count per thread (NT threads, one per element in turn)
+    template <int DMAX, int BN, int KP, int NT, bool TRANSPOSED, bool PAGED>
+    __device__ __forceinline__ void load_rows(const Params& p, int n0, const T* base, uint32_t rs, uint32_t bs, T* dst) const {
         if (p.vec8) {
-            constexpr int V8 = DMAX / 8;
-            for (int e = threadIdx.x; e < BN * V8; e += NT) {
+            constexpr int V8 = DMAX / 8, N = BN * V8;
+            if constexpr (!PAGED && !TRANSPOSED && KP % 8 == 0 && NT % V8 == 0 && N % NT == 0) {
+                // unpaged rows in place: one address per thread, stepped by the NT / V8 rows
+                // between its copies; no bounds per copy where the tile is whole
+                constexpr int RS = NT / V8;
+                const int r0 = threadIdx.x / V8, c = threadIdx.x % V8 * 8;
+                const T* src = base + (long)(n0 + r0) * rs + c;
+                const long step = (long)RS * rs;
+                T* const d = dst + r0 * KP + c;
+                const bool c_in = c < p.d;
+                if (c_in && n0 + BN <= sk) {
+#pragma unroll
+                    for (int t = 0; t < N / NT; ++t, src += step) candle_wmma::lds_copy16(d + t * RS * KP, src);
+                } else {
+#pragma unroll
+                    for (int t = 0; t < N / NT; ++t, src += step) {
+                        if (c_in && n0 + r0 + t * RS < sk) candle_wmma::lds_copy16(d + t * RS * KP, src);
+                        else *reinterpret_cast<uint4*>(d + t * RS * KP) = make_uint4(0, 0, 0, 0);
+                    }
+                }
+                return;
+            }
+#pragma unroll
+            for (int t = 0; t < (N + NT - 1) / NT; ++t) {
+                const int e = threadIdx.x + t * NT;
+                if (N % NT != 0 && e >= N) break;
                 const int r = e / V8, c = (e % V8) * 8, j = n0 + r;
+                const bool in = j < sk && c < p.d;
                 if constexpr (TRANSPOSED) {
                     union { uint4 u; T t[8]; } v;
                     v.u = make_uint4(0, 0, 0, 0);
-                    if (j < sk && c < p.d) {
-                        const long row = table != nullptr ? (long)table[j / p.page] * bs + (long)(j % p.page) * rs : (long)j * rs;
-                        v.u = *reinterpret_cast<const uint4*>(base + row + c);
-                    }
+                    if (in) v.u = *reinterpret_cast<const uint4*>(base + key_row<PAGED>(p, j, rs, bs) + c);
 #pragma unroll
-                    for (int t = 0; t < 8; ++t) dst[(c + t) * KP + r] = v.t[t];
+                    for (int k = 0; k < 8; ++k) dst[(c + k) * KP + r] = v.t[k];
                 } else if constexpr (KP % 8 != 0) {
                     // rows not 16-byte aligned in LDS (the row kernel's pitch): four 32-bit words
                     static_assert(KP % 2 == 0, "32-bit aligned rows");
                     uint4 v = make_uint4(0, 0, 0, 0);
-                    if (j < sk && c < p.d) {
-                        const long row = table != nullptr ? (long)table[j / p.page] * bs + (long)(j % p.page) * rs : (long)j * rs;
-                        v = *reinterpret_cast<const uint4*>(base + row + c);
-                    }
+                    if (in) v = *reinterpret_cast<const uint4*>(base + key_row<PAGED>(p, j, rs, bs) + c);
                     uint32_t* const d = reinterpret_cast<uint32_t*>(dst + r * KP + c);
                     d[0] = v.x; d[1] = v.y; d[2] = v.z; d[3] = v.w;
                 } else {
                     T* const d = dst + r * KP + c;
-                    if (j < sk && c < p.d) {
-                        const long row = table != nullptr ? (long)table[j / p.page] * bs + (long)(j % p.page) * rs : (long)j * rs;
-                        candle_wmma::lds_copy16(d, base + row + c);
-                    } else {
-                        *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
-                    }
+                    if (in) candle_wmma::lds_copy16(d, base + key_row<PAGED>(p, j, rs, bs) + c);
+                    else *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
                 }
             }
         } else {
             for (int e = threadIdx.x; e < BN * DMAX; e += NT) {
                 const int r = e / DMAX, c = e % DMAX, j = n0 + r;
                 T v = from_f32<T>(0.f);
-                if (j < sk && c < p.d) {
-                    const long row = table != nullptr ? (long)table[j / p.page] * bs + (long)(j % p.page) * rs : (long)j * rs;
-                    v = base[row + c];
-                }
+                if (j < sk && c < p.d) v = base[key_row<PAGED>(p, j, rs, bs) + c];
                 dst[TRANSPOSED ? c * KP + r : r * KP + c] = v;
             }
         }
@@ -673,6 +692,19 @@ constexpr bool kQInRegisters = CANDLE_FA_AMD_SHAPES;
 // one walk over the keys).
 constexpr int kWideWarps = CANDLE_FA_AMD_SHAPES ? 8 : 4;
 
+// How far a tile's row max may exceed the running max (exp2 domain) before the running max,
+// the row sum and O are rescaled (flash-attention-4's conditional rescale): P = exp2(k S -
+// max) stays below 2^8 (f16 and bf16 keep their relative precision there), and past the first tiles
+// O's rescale (DMAX / 2 multiplies per lane and row block on NVIDIA) is skipped wherever no
+// row of the lane needs it
+constexpr float kRescaleSlack = 8.f;
+
+// Where the softmax scale is applied on tiles every row sees whole, per GPU family (data): in
+// the exponent's multiply-add on NVIDIA (a multiply per score fewer); a multiply of its own
+// on AMD, where in the exponent it made RDNA3's d96 and d128 kernels spill (ROCm 7.2's
+// hipcc: up to 230 VGPRs to scratch in the 64-row d128 kernel on gfx1100)
+constexpr bool kScaleInExponent = !CANDLE_FA_AMD_SHAPES;
+
 // Shapes per head-dim tile, MR and warps per block W as data (BN: keys per tile); LDS
 // (dynamic, lds_bytes): Q, K, V at pitch DMAX + 8 (16-byte rows, banks shifted; Vᵀ at BN + 8)
 // and P at pitch BN + 8: at most 61 KB on NVIDIA and 62.5 KB on AMD (d128: BM 128 with BN 32,
@@ -791,6 +823,7 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
 
         wm::fragment<wm::accumulator, 16, 16, 16, float> sf[MR][NB];
         float corr[MR][RG];
+        bool rescale = false;
         if (working) {
             // S = Q Kᵀ (K's rows are Bᵀ, column-major B), a 16-wide block of head dims at a time
 #pragma unroll
@@ -813,15 +846,21 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
 #pragma unroll
                     for (int nb = 0; nb < NB; ++nb) wm::wmma_mma(sf[mr][nb], qf[mr], kf[nb], sf[mr][nb]);
             }
-            // the scores (exp2 domain), masked where some row does not see the whole tile
-            if (n0 >= blk.full_lo && n0 + BN <= blk.full_hi && p.softcap_in <= 0.f && p.alibi == nullptr) {
-                const float sl2 = p.scale * 1.4426950408889634f;
+            // the scores in the exp2 domain are k * S: on tiles every row sees whole the scale
+            // times log2(e), in the exponent's multiply-add below (kScaleInExponent) or here;
+            // elsewhere the scores are scaled and masked here (k = 1)
+            const bool whole = n0 >= blk.full_lo && n0 + BN <= blk.full_hi && p.softcap_in <= 0.f && p.alibi == nullptr && p.scale > 0.f;
+            const float sl2 = p.scale * 1.4426950408889634f;
+            const float k = kScaleInExponent && whole ? sl2 : 1.f;
+            if (whole) {
+                if constexpr (!kScaleInExponent) {
 #pragma unroll
-                for (int mr = 0; mr < MR; ++mr)
+                    for (int mr = 0; mr < MR; ++mr)
 #pragma unroll
-                    for (int nb = 0; nb < NB; ++nb)
+                        for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
-                        for (int s = 0; s < sf[mr][nb].num_elements; ++s) sf[mr][nb].x[s] *= sl2;
+                            for (int s = 0; s < sf[mr][nb].num_elements; ++s) sf[mr][nb].x[s] *= sl2;
+                }
             } else {
 #pragma unroll
                 for (int mr = 0; mr < MR; ++mr)
@@ -835,12 +874,14 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
 #pragma unroll
                             for (int s = 0; s < sf[mr][nb].num_elements; ++s) {
                                 if (AR::group(s) != g) continue;
-                                const int k = nb * 16 + AR::col(s);
-                                sf[mr][nb].x[s] = blk.score(p, sf[mr][nb].x[s], unsigned(seen >> k) & 1u, sl, i, n0 + k);
+                                const int kc = nb * 16 + AR::col(s);
+                                sf[mr][nb].x[s] = blk.score(p, sf[mr][nb].x[s], unsigned(seen >> kc) & 1u, sl, i, n0 + kc);
                             }
                     }
             }
-            // online softmax: the row max over the tile, P = exp2(S - max), the sums per lane
+            // online softmax: the row max over the tile, P = exp2(k S - max), the sums per lane;
+            // the running max kept while a tile's exceeds it by at most kRescaleSlack
+            rescale = false;
 #pragma unroll
             for (int mr = 0; mr < MR; ++mr) {
                 float mx[RG];
@@ -853,17 +894,23 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
                 float m_use[RG];
 #pragma unroll
                 for (int g = 0; g < RG; ++g) {
-                    const float m_new = fmaxf(m_run[mr][g], AR::max(mx[g]));
-                    m_use[g] = m_new == -INFINITY ? 0.f : m_new;
-                    corr[mr][g] = exp2_softmax(m_run[mr][g] - m_use[g]);
-                    m_run[mr][g] = m_new;
-                    l_run[mr][g] *= corr[mr][g];
+                    const float m_new = fmaxf(m_run[mr][g], AR::max(mx[g]) * k);
+                    if (m_new - m_run[mr][g] <= kRescaleSlack) {
+                        m_use[g] = m_run[mr][g];
+                        corr[mr][g] = 1.f;
+                    } else {
+                        m_use[g] = m_new == -INFINITY ? 0.f : m_new;
+                        corr[mr][g] = exp2_softmax(m_run[mr][g] - m_use[g]);
+                        m_run[mr][g] = m_new;
+                        l_run[mr][g] *= corr[mr][g];
+                        rescale = true;
+                    }
                 }
 #pragma unroll
                 for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
                     for (int s = 0; s < sf[mr][nb].num_elements; ++s) {
-                        const float pj = exp2_softmax(sf[mr][nb].x[s] - m_use[AR::group(s)]);
+                        const float pj = exp2_softmax(fmaf(sf[mr][nb].x[s], k, -m_use[AR::group(s)]));
                         l_run[mr][AR::group(s)] += pj;
                         sf[mr][nb].x[s] = pj;
                     }
@@ -875,13 +922,15 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
         if (n0 + BN < blk.n_hi) blk.template load_tile<DMAX, BN, KP, NT>(p, n0 + BN, blk.Kb, p.k_rs, p.k_bs, sK);
 
         if (working) {
-            // O = O * corr + P V
+            // O = O * corr + P V (corr is 1 in most tiles past the first few)
+            if (rescale) {
 #pragma unroll
-            for (int mr = 0; mr < MR; ++mr)
+                for (int mr = 0; mr < MR; ++mr)
 #pragma unroll
-                for (int db = 0; db < DB; ++db)
+                    for (int db = 0; db < DB; ++db)
 #pragma unroll
-                    for (int s = 0; s < of[mr][db].num_elements; ++s) of[mr][db].x[s] *= corr[mr][AR::group(s)];
+                        for (int s = 0; s < of[mr][db].num_elements; ++s) of[mr][db].x[s] *= corr[mr][AR::group(s)];
+            }
 #pragma unroll
             for (int nb = 0; nb < NB; ++nb) {
                 wm::fragment<wm::matrix_a, 16, 16, 16, T, wm::row_major> pf[MR];

@@ -783,6 +783,19 @@ __device__ __forceinline__ void wmma_load_matrix_lds(fragment<Use, M, N, K, T, L
     wmma_load_matrix(f, p, ldm);
 }
 
+// 2^x by the hardware's instruction alone, results below 2^-126 flushed to zero: v_exp_f32
+// on AMD, MUFU.EX2 under hip-on-cuda's tensor-core builds; exp2f elsewhere (which both
+// compilers widen with a denormal range fix of three or four instructions)
+__device__ __forceinline__ float exp2_approx(float x) {
+#if defined(__AMDGCN__) && __has_builtin(__builtin_amdgcn_exp2f)
+    return __builtin_amdgcn_exp2f(x);
+#elif defined(HIP_ON_CUDA_EXP2_APPROX)
+    return hip_on_cuda_tensor_cores::exp2_approx(x);
+#else
+    return exp2f(x);
+#endif
+}
+
 // Tiles staged into LDS, 16 bytes per copy (both addresses 16-byte aligned): an asynchronous
 // copy where the GPU has one (hip-on-cuda's sm_80 cp.async), else a load and a store.
 // lds_copy_wait: this thread's copies have landed (a block barrier after it makes them

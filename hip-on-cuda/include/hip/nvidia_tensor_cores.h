@@ -87,5 +87,16 @@ __device__ __forceinline__ void async_copy16(void* shared_dst, const void* globa
 __device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
+// 2^x by the special-function unit alone (ex2.approx.ftz: MUFU.EX2, results below 2^-126
+// flushed to zero), as AMD's v_exp_f32 (candle_wmma::exp2_approx): exp2f adds a denormal
+// range fix of three instructions per call, which flash attention's softmax (one call per
+// score) cannot afford.
+#define HIP_ON_CUDA_EXP2_APPROX 1
+__device__ __forceinline__ float exp2_approx(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 }  // namespace hip_on_cuda_tensor_cores
 #endif
