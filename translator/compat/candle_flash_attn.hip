@@ -81,8 +81,9 @@ struct Params {
     // write the output then, and one kernel argument fewer held through the key loop
     // saves CDNA's tiles kernels their last SGPR spills); combine reads `part`, writes `o`.
     int splits; float* part;
-    // every K/V base, stride and d a multiple of 8 elements (16 bytes): vector loads
-    int vec8;
+    // every K/V base, stride and d a multiple of 8 elements (16 bytes): vector loads;
+    // q_vec8: the same of Q's
+    int vec8, q_vec8;
 };
 
 // Which mask runs, as upstream's kernel chooses it: causal, else local (a window on
@@ -335,6 +336,33 @@ struct Block {
         }
     }
 
+    // The block's BM rows of Q into LDS at pitch KP (zeros past the sequence and past d):
+    // row r is query (m0 + r) / G of head head0 + (m0 + r) % G. With p.q_vec8, 16 bytes per
+    // copy, issued asynchronously like load_tile's (a thread's handful, where an element
+    // at a time was BM * DMAX / NT dependent loads before the first key tile's copies);
+    // done once the caller's lds_copy_wait and a block barrier have passed.
+    template <int DMAX, int BM, int KP, int NT>
+    __device__ __forceinline__ void load_q(const Params& p, int G, T* dst) const {
+        const int nrows = sq * G;
+        if (KP % 8 == 0 && p.q_vec8) {
+            constexpr int V8 = DMAX / 8, N = BM * V8;
+#pragma unroll
+            for (int t = 0; t < (N + NT - 1) / NT; ++t) {
+                const int e = threadIdx.x + t * NT;
+                if (N % NT != 0 && e >= N) break;
+                const int r = e / V8, c = (e % V8) * 8, pr = m0 + r;
+                T* const d = dst + r * KP + c;
+                if (pr < nrows && c < p.d) candle_wmma::lds_copy16(d, Q + (long)(pr / G) * p.q_rs + (long)(pr % G) * p.q_hs + c);
+                else *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
+            }
+        } else {
+            for (int e = threadIdx.x; e < BM * DMAX; e += NT) {
+                const int r = e / DMAX, c = e % DMAX, pr = m0 + r;
+                dst[r * KP + c] = (pr < nrows && c < p.d) ? Q[(long)(pr / G) * p.q_rs + (long)(pr % G) * p.q_hs + c] : from_f32<T>(0.f);
+            }
+        }
+    }
+
     // K and V rows n0 .. n0+BN into LDS at pitch KP (zeros past the sequence and past d), in
     // place once the caller's block barrier has passed
     template <int DMAX, int BN, int KP>
@@ -520,10 +548,7 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles_wide(Params p) {
     const int m0 = blk.m0;
 
     // the block's query rows (zeros past d and past the sequence)
-    for (int e = tid; e < BM * DMAX; e += THREADS) {
-        const int r = e / DMAX, c = e % DMAX, i = m0 + r;
-        sQ[r * KP + c] = (i < blk.sq && c < p.d) ? blk.Q[(long)i * p.q_rs + c] : from_f32<T>(0.f);
-    }
+    blk.template load_q<DMAX, BM, KP, THREADS>(p, 1, sQ);
     wm::fragment<wm::accumulator, 16, 16, 16, float> of[DB];
 #pragma unroll
     for (int db = 0; db < DB; ++db) wm::fill_fragment(of[db], 0.f);
@@ -608,6 +633,7 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles_wide(Params p) {
             }
         }
     }
+    wm::lds_copy_wait();  // (Q's copies, where no key tile was visited)
 
     // the output through the warp's scores buffer, one 16x16 block at a time: split-KV's
     // unnormalised partial (combine merges the splits), else O = acc / l
@@ -770,13 +796,13 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
     const int m0 = blk.m0, nrows = blk.sq * G;
 
     // the block's rows of Q into LDS (zeros past d and past the sequence)
-    for (int e = tid; e < BM * DMAX; e += NT) {
-        const int r = e / DMAX, c = e % DMAX, pr = m0 + r, i = pr / G;
-        sQ[r * KP + c] = (i < blk.sq && c < p.d) ? blk.Q[(long)i * p.q_rs + (long)(pr % G) * p.q_hs + c] : from_f32<T>(0.f);
-    }
+    blk.template load_q<DMAX, BM, KP, NT>(p, G, sQ);
     T* const Pw = reinterpret_cast<T*>(candle_fa_lds) + TL::P_AT + warp * 16 * PP;
     const int tile_warp = warp / AR::tiles * AR::tiles;
-    if constexpr (TL::QREG) __syncthreads();  // Q is in, for the operand loads below
+    if constexpr (TL::QREG) {
+        wm::lds_copy_wait();
+        __syncthreads();  // Q is in, for the operand loads below
+    }
 
 #pragma unroll 1
   for (int pass = 0; pass < PASSES; ++pass) {
@@ -947,6 +973,7 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
             }
         }
     }
+    wm::lds_copy_wait();  // (Q's copies, where no key tile was visited)
     if (!working) continue;  // (the next pass's rows are further still)
 
     // each row's sum over its lanes; split-KV's unnormalised partial (combine merges the
@@ -955,23 +982,37 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
     T* const O = static_cast<T*>(p.o) + blk.rows.o_off;
 #pragma unroll
     for (int mr = 0; mr < MR; ++mr) {
+        // per row of the lane's: 1 / sum, and where its output row starts (split-KV's partial
+        // or O's; null past the sequence), worked out once, not per element
         float inv[RG];
+        long orow[RG];
+        bool in[RG];
 #pragma unroll
         for (int g = 0; g < RG; ++g) {
             l_run[mr][g] = AR::sum(l_run[mr][g]);
             const bool empty = l_run[mr][g] == 0.f || l_run[mr][g] != l_run[mr][g];
             inv[g] = split ? 1.f : (empty ? 0.f : 1.f / l_run[mr][g]);
+            const int pr = block_row(mr, g), i = pr / G, head = blk.head0 + pr % G;
+            in[g] = i < blk.sq;
+            orow[g] = split ? blk.partial(p, i, head) - static_cast<float*>(p.o) : (long)i * p.o_rs + (long)head * p.o_hs;
         }
+        if (split) {
 #pragma unroll
-        for (int db = 0; db < DB; ++db)
+            for (int db = 0; db < DB; ++db)
 #pragma unroll
-            for (int s = 0; s < of[mr][db].num_elements; ++s) {
-                const int g = AR::group(s), pr = block_row(mr, g), i = pr / G, head = blk.head0 + pr % G, c = db * 16 + AR::col(s);
-                if (i >= blk.sq || c >= p.d) continue;
-                const float v = of[mr][db].x[s] * inv[g];
-                if (split) blk.partial(p, i, head)[c] = v;
-                else O[(long)i * p.o_rs + (long)head * p.o_hs + c] = from_f32<T>(v);
-            }
+                for (int s = 0; s < of[mr][db].num_elements; ++s) {
+                    const int g = AR::group(s), c = db * 16 + AR::col(s);
+                    if (in[g] && c < p.d) static_cast<float*>(p.o)[orow[g] + c] = of[mr][db].x[s];
+                }
+        } else {
+#pragma unroll
+            for (int db = 0; db < DB; ++db)
+#pragma unroll
+                for (int s = 0; s < of[mr][db].num_elements; ++s) {
+                    const int g = AR::group(s), c = db * 16 + AR::col(s);
+                    if (in[g] && c < p.d) O[orow[g] + c] = from_f32<T>(of[mr][db].x[s] * inv[g]);
+                }
+        }
         if (AR::lane_in_row() != 0) continue;
 #pragma unroll
         for (int g = 0; g < RG; ++g) {
@@ -1150,6 +1191,7 @@ extern "C" void run_mha(
     p.splits = 1; p.part = nullptr;
     p.vec8 = (reinterpret_cast<uintptr_t>(k_ptr) | reinterpret_cast<uintptr_t>(v_ptr)) % 16 == 0
              && (k_batch_stride | v_batch_stride | k_row_stride | v_row_stride | k_head_stride | v_head_stride | d) % 8 == 0;
+    p.q_vec8 = reinterpret_cast<uintptr_t>(q_ptr) % 16 == 0 && (q_batch_stride | q_row_stride | q_head_stride | d) % 8 == 0;
     hipStream_t stream = static_cast<hipStream_t>(stream_ptr);
     if (is_bf16) candle_fa::dispatch<candle_bf16>(p, stream);
     else candle_fa::dispatch<__half>(p, stream);
