@@ -299,31 +299,31 @@ struct Block {
                         else *reinterpret_cast<uint4*>(d + t * RS * KP) = make_uint4(0, 0, 0, 0);
                     }
                 }
-                return;
-            }
+            } else {
 #pragma unroll
-            for (int t = 0; t < (N + NT - 1) / NT; ++t) {
-                const int e = threadIdx.x + t * NT;
-                if (N % NT != 0 && e >= N) break;
-                const int r = e / V8, c = (e % V8) * 8, j = n0 + r;
-                const bool in = j < sk && c < p.d;
-                if constexpr (TRANSPOSED) {
-                    union { uint4 u; T t[8]; } v;
-                    v.u = make_uint4(0, 0, 0, 0);
-                    if (in) v.u = *reinterpret_cast<const uint4*>(base + key_row<PAGED>(p, j, rs, bs) + c);
+                for (int t = 0; t < (N + NT - 1) / NT; ++t) {
+                    const int e = threadIdx.x + t * NT;
+                    if (N % NT != 0 && e >= N) break;
+                    const int r = e / V8, c = (e % V8) * 8, j = n0 + r;
+                    const bool in = j < sk && c < p.d;
+                    if constexpr (TRANSPOSED) {
+                        union { uint4 u; T t[8]; } v;
+                        v.u = make_uint4(0, 0, 0, 0);
+                        if (in) v.u = *reinterpret_cast<const uint4*>(base + key_row<PAGED>(p, j, rs, bs) + c);
 #pragma unroll
-                    for (int k = 0; k < 8; ++k) dst[(c + k) * KP + r] = v.t[k];
-                } else if constexpr (KP % 8 != 0) {
-                    // rows not 16-byte aligned in LDS (the row kernel's pitch): four 32-bit words
-                    static_assert(KP % 2 == 0, "32-bit aligned rows");
-                    uint4 v = make_uint4(0, 0, 0, 0);
-                    if (in) v = *reinterpret_cast<const uint4*>(base + key_row<PAGED>(p, j, rs, bs) + c);
-                    uint32_t* const d = reinterpret_cast<uint32_t*>(dst + r * KP + c);
-                    d[0] = v.x; d[1] = v.y; d[2] = v.z; d[3] = v.w;
-                } else {
-                    T* const d = dst + r * KP + c;
-                    if (in) candle_wmma::lds_copy16(d, base + key_row<PAGED>(p, j, rs, bs) + c);
-                    else *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
+                        for (int k = 0; k < 8; ++k) dst[(c + k) * KP + r] = v.t[k];
+                    } else if constexpr (KP % 8 != 0) {
+                        // rows not 16-byte aligned in LDS (the row kernel's pitch): four 32-bit words
+                        static_assert(KP % 2 == 0, "32-bit aligned rows");
+                        uint4 v = make_uint4(0, 0, 0, 0);
+                        if (in) v = *reinterpret_cast<const uint4*>(base + key_row<PAGED>(p, j, rs, bs) + c);
+                        uint32_t* const d = reinterpret_cast<uint32_t*>(dst + r * KP + c);
+                        d[0] = v.x; d[1] = v.y; d[2] = v.z; d[3] = v.w;
+                    } else {
+                        T* const d = dst + r * KP + c;
+                        if (in) candle_wmma::lds_copy16(d, base + key_row<PAGED>(p, j, rs, bs) + c);
+                        else *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
+                    }
                 }
             }
         } else {
@@ -673,11 +673,13 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles_wide(Params p) {
 // (a row is a (query, head) pair, the G heads of a kv head packed per query), all its head
 // dims. BM = 128 rows per block where there are rows to fill it, each K/V tile in LDS serving
 // them all (MmaShape: 4 warps of MR = 2 on NVIDIA, 8 logical warps of MR = 1 on AMD); BM = 64
-// (4 warps, MR = 1) for fewer rows (decode: G rows per sequence), with longer key tiles. Per
-// block, the keys BN at a time:
-//   * K and V tiles in LDS, one buffer each, loaded in turn so that a load always runs under
-//     matrix work: V(n) is issued before S = Q K(n)ᵀ, K(n + BN) before O += P V(n)
-//     (asynchronous copies where the GPU has them: candle_wmma::lds_copy16);
+// (4 warps, MR = 1) for fewer rows (decode: G rows per sequence). Per block, the keys BN at
+// a time (kWideKeys):
+//   * K and V tiles in LDS (asynchronous copies where the GPU has them:
+//     candle_wmma::lds_copy16), per GPU family (kKVStages): two buffers of each, tile n + BN
+//     issued before tile n's matrix work, one block barrier per tile; or one of each, loaded
+//     in turn so that a load always runs under matrix work: V(n) is issued before
+//     S = Q K(n)ᵀ, K(n + BN) before O += P V(n);
 //   * Q staged in LDS; its operands read per tile (NVIDIA: registers go to O and S) or once
 //     per block into registers (AMD's 128-row blocks: kQInRegisters);
 //   * S, its online softmax and P in registers, in the accumulator's own layout
@@ -730,27 +732,46 @@ constexpr float kRescaleSlack = 8.f;
 // hipcc: up to 230 VGPRs to scratch in the 64-row d128 kernel on gfx1100)
 constexpr bool kScaleInExponent = !CANDLE_FA_AMD_SHAPES;
 
+// K/V buffers in LDS per GPU family (data): two of each on NVIDIA, the next tile's copies
+// issued at the top of the current one's work, a block barrier per tile; one of each on AMD
+// (two at d128 would pass its 64 KB per workgroup), K(n + BN) loaded under O += P V(n) and
+// V(n) under S = Q K(n)ᵀ, two barriers per tile.
+constexpr int kKVStages = CANDLE_FA_AMD_SHAPES ? 1 : 2;
+
+// Keys per tile of the 128-row blocks past d64 per GPU family (data): 64 on NVIDIA, whose
+// second K/V buffers and S of 32 x 64 scores per warp fit (LDS 111 KB at d128, two blocks
+// per SM; measured on the H200: d128 prefill from 0.76-0.81x to 0.87-0.92x Dao's speed
+// against 32 keys); 32 on AMD, whose 64 KB per workgroup holds one 32-key K/V buffer at d128.
+// The decode blocks (64 rows) and head dims to 64 take 64 keys everywhere.
+constexpr int kWideKeys = CANDLE_FA_AMD_SHAPES ? 32 : 64;
+
+// The LDS a block may use per GPU family (data): AMD's 64 KB per workgroup; on NVIDIA what
+// keeps two blocks per SM (the H100's and H200's 228 KB, less 1 KB per block reserved).
+constexpr size_t kLdsBytes = CANDLE_FA_AMD_SHAPES ? 65536 : 113 * 1024;
+
 // Shapes per head-dim tile, MR and warps per block W as data (BN: keys per tile); LDS
 // (dynamic, lds_bytes): Q, K, V at pitch DMAX + 8 (16-byte rows, banks shifted; Vᵀ at BN + 8)
-// and P at pitch BN + 8: at most 61 KB on NVIDIA and 62.5 KB on AMD (d128: BM 128 with BN 32,
-// BM 64 with BN 64), within CDNA's and RDNA's 64 KB per workgroup.
+// and P at pitch BN + 8: at most 111 KB on NVIDIA (d128, BM 128 with BN 64, two K/V buffers)
+// and 62.5 KB on AMD (d128: BM 128 with BN 32, BM 64 with BN 64), within kLdsBytes.
 template <int DMAX, int MR_, int W_> struct MmaTiles {
     static_assert(DMAX <= 128, "the wide kernel takes head dims past 128");
     static constexpr int MR = MR_;                        // 16-row blocks per warp
     static constexpr int W = W_;                          // logical warps per block
     static constexpr int THREADS = WARP * W;
     static constexpr int BM = 16 * MR * W;
-    static constexpr int BN = BM <= 64 || DMAX <= 64 ? 64 : 32;
+    static constexpr int BN = BM <= 64 || DMAX <= 64 ? 64 : kWideKeys;
     static constexpr int KP = DMAX + 8;
     static constexpr int PP = BN + 8;
     static constexpr int VP = kVTransposed ? PP : KP;     // V's pitch: keys (transposed) or dims
     static constexpr bool QREG = kQInRegisters && BM == 128;  // Q's operands in registers
     static constexpr int DB = DMAX / 16;                  // 16-wide blocks of the head dims
     static constexpr int NB = BN / 16;                    // 16-wide blocks of the keys
-    static constexpr int Q_AT = 0, K_AT = BM * KP, V_AT = K_AT + BN * KP;  // in elements
-    static constexpr int P_AT = V_AT + (kVTransposed ? DMAX * PP : BN * KP);
+    static constexpr int STAGES = kKVStages;              // K and V buffers of each
+    static constexpr int K_TILE = BN * KP, V_TILE = kVTransposed ? DMAX * PP : BN * KP;  // in elements
+    static constexpr int Q_AT = 0, K_AT = BM * KP, V_AT = K_AT + STAGES * K_TILE;
+    static constexpr int P_AT = V_AT + STAGES * V_TILE;
     static constexpr size_t lds_bytes = size_t(P_AT + W * 16 * PP) * 2;
-    static_assert(lds_bytes <= 65536, "LDS past 64 KB");
+    static_assert(lds_bytes <= kLdsBytes, "LDS past the family's share per block");
 };
 
 // The tiles of a block of BM rows (64: 4 warps of one row block; 128: kWideWarps warps)
@@ -840,11 +861,25 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
     }
 
     const int n_first = (blk.n_lo / BN) * BN;
-    if (n_first < blk.n_hi) blk.template load_tile<DMAX, BN, KP, NT>(p, n_first, blk.Kb, p.k_rs, p.k_bs, sK);
-    for (int n0 = n_first; n0 < blk.n_hi; n0 += BN) {
+    constexpr int STAGES = TL::STAGES;
+    if (n_first < blk.n_hi) {
+        blk.template load_tile<DMAX, BN, KP, NT>(p, n_first, blk.Kb, p.k_rs, p.k_bs, sK);
+        if constexpr (STAGES == 2) blk.template load_tile<DMAX, BN, TL::VP, NT, kVTransposed>(p, n_first, blk.Vb, p.v_rs, p.v_bs, sV);
+    }
+    for (int n0 = n_first, st = 0; n0 < blk.n_hi; n0 += BN, st ^= STAGES - 1) {
+        const T* const sKt = sK + st * TL::K_TILE;
+        const T* const sVt = sV + st * TL::V_TILE;
         wm::lds_copy_wait();
-        __syncthreads();  // K(n0) (first time: Q) is in; every warp is done with V(n0 - BN)
-        blk.template load_tile<DMAX, BN, TL::VP, NT, kVTransposed>(p, n0, blk.Vb, p.v_rs, p.v_bs, sV);
+        if constexpr (STAGES == 2) {
+            __syncthreads();  // K(n0), V(n0) (first time: Q) are in; every warp is done with tile n0 - BN
+            if (n0 + BN < blk.n_hi) {
+                blk.template load_tile<DMAX, BN, KP, NT>(p, n0 + BN, blk.Kb, p.k_rs, p.k_bs, sK + (st ^ 1) * TL::K_TILE);
+                blk.template load_tile<DMAX, BN, TL::VP, NT, kVTransposed>(p, n0 + BN, blk.Vb, p.v_rs, p.v_bs, sV + (st ^ 1) * TL::V_TILE);
+            }
+        } else {
+            __syncthreads();  // K(n0) (first time: Q) is in; every warp is done with V(n0 - BN)
+            blk.template load_tile<DMAX, BN, TL::VP, NT, kVTransposed>(p, n0, blk.Vb, p.v_rs, p.v_bs, sV);
+        }
 
         wm::fragment<wm::accumulator, 16, 16, 16, float> sf[MR][NB];
         float corr[MR][RG];
@@ -865,7 +900,7 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
                     else wm::wmma_load_matrix_lds(qf[mr], Qw + mr * 16 * KP + db * 16, KP);
                 }
 #pragma unroll
-                for (int nb = 0; nb < NB; ++nb) wm::wmma_load_matrix_lds(kf[nb], sK + nb * 16 * KP + db * 16, KP);
+                for (int nb = 0; nb < NB; ++nb) wm::wmma_load_matrix_lds(kf[nb], sKt + nb * 16 * KP + db * 16, KP);
 #pragma unroll
                 for (int mr = 0; mr < MR; ++mr)
 #pragma unroll
@@ -906,7 +941,6 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
             }
             // online softmax: the row max over the tile, P = exp2(k S - max), the sums per lane;
             // the running max kept while a tile's exceeds it by at most kRescaleSlack
-            rescale = false;
 #pragma unroll
             for (int mr = 0; mr < MR; ++mr) {
                 float mx[RG];
@@ -942,9 +976,11 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
             }
         }
 
-        wm::lds_copy_wait();
-        __syncthreads();  // V(n0) is in; every warp is done with K(n0)
-        if (n0 + BN < blk.n_hi) blk.template load_tile<DMAX, BN, KP, NT>(p, n0 + BN, blk.Kb, p.k_rs, p.k_bs, sK);
+        if constexpr (STAGES == 1) {
+            wm::lds_copy_wait();
+            __syncthreads();  // V(n0) is in; every warp is done with K(n0)
+            if (n0 + BN < blk.n_hi) blk.template load_tile<DMAX, BN, KP, NT>(p, n0 + BN, blk.Kb, p.k_rs, p.k_bs, sK);
+        }
 
         if (working) {
             // O = O * corr + P V (corr is 1 in most tiles past the first few)
@@ -965,8 +1001,8 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
                 for (int db = 0; db < DB; ++db) {
                     using VLayout = typename std::conditional<kVTransposed, wm::col_major, wm::row_major>::type;
                     wm::fragment<wm::matrix_b, 16, 16, 16, T, VLayout> vf;
-                    if constexpr (kVTransposed) wm::wmma_load_matrix_lds(vf, sV + db * 16 * TL::VP + nb * 16, TL::VP);
-                    else wm::wmma_load_matrix_lds(vf, sV + nb * 16 * KP + db * 16, KP);
+                    if constexpr (kVTransposed) wm::wmma_load_matrix_lds(vf, sVt + db * 16 * TL::VP + nb * 16, TL::VP);
+                    else wm::wmma_load_matrix_lds(vf, sVt + nb * 16 * KP + db * 16, KP);
 #pragma unroll
                     for (int mr = 0; mr < MR; ++mr) wm::wmma_mma(of[mr][db], pf[mr], vf, of[mr][db]);
                 }
