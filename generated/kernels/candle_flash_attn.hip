@@ -828,6 +828,11 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
 
 #pragma unroll 1
   for (int pass = 0; pass < PASSES; ++pass) {
+    // every warp done with the previous pass's last K/V tile before this pass's first copies
+    // (with two buffers that tile's may be the buffers the first copies fill)
+    if constexpr (PASSES > 1) {
+        if (pass > 0) __syncthreads();
+    }
     const T* const Qw = sQ + (warp * MRW + pass * MR) * 16 * KP;
     // a pair of logical warps works while its first has a row: uniform over a wavefront on
     // every arch (CDNA's wave64 is such a pair: its two tiles are one instruction's, and its
