@@ -94,6 +94,12 @@ __device__ __forceinline__ Mode mask_mode(const Params& p) {
     return p.causal ? CAUSAL : ((p.wl >= 0 || p.wr >= 0) ? LOCAL : NO_MASK);
 }
 
+// The order of a head's row tiles under a causal mask: last (longest) first, on every GPU
+// family. A GPU starts a grid's blocks in launch order as slots free up; with the longest
+// tiles last, the grid ended on a handful of them running alone (longest processing time
+// first, as flash-attention-3's causal scheduler).
+constexpr bool kHeavyFirst = true;
+
 // The keys query row i sees, worked out once per row (a key's test is then a few
 // compares, not a walk over the mm-prefix ranges per score: that walk, unrolled over a
 // lane's keys, cost CDNA's tiles kernels up to 70 SGPR spills). Both within the batch's
@@ -185,7 +191,10 @@ struct Block {
         }
         const int qtiles = gridDim.x / p.splits;
         split = blockIdx.x / qtiles;
-        m0 = (blockIdx.x % qtiles) * BM;
+        // x is the row tile, fastest in launch order; under a causal mask, the head's last
+        // (longest) tile first (kHeavyFirst)
+        const int t = blockIdx.x % qtiles;
+        m0 = (kHeavyFirst && mask_mode(p) == CAUSAL ? qtiles - 1 - t : t) * BM;
         if (m0 >= sq * G) return false;
         Q = static_cast<const T*>(p.q) + rows.q_off + (long)head0 * p.q_hs;
         table = p.block_table != nullptr ? p.block_table + (long)bi * p.bt_bs : nullptr;
@@ -340,7 +349,9 @@ struct Block {
     // row r is query (m0 + r) / G of head head0 + (m0 + r) % G. With p.q_vec8, 16 bytes per
     // copy, issued asynchronously like load_tile's (a thread's handful, where an element
     // at a time was BM * DMAX / NT dependent loads before the first key tile's copies);
-    // done once the caller's lds_copy_wait and a block barrier have passed.
+    // done once the caller's lds_copy_wait and a block barrier have passed. (Its loop is
+    // load_rows' generic one over other rows: one loop for both, through a lambda, cost
+    // RDNA3's 64-row d128 kernel 16 VGPRs and 9 SGPR spills with ROCm 7.2.)
     template <int DMAX, int BM, int KP, int NT>
     __device__ __forceinline__ void load_q(const Params& p, int G, T* dst) const {
         const int nrows = sq * G;
@@ -714,7 +725,7 @@ constexpr bool kQInRegisters = CANDLE_FA_AMD_SHAPES;
 
 // The warps of a 128-row block per GPU family (data): on NVIDIA 4 warps of two 16-row blocks
 // (its 255 registers per lane hold both); on AMD 8 logical warps of one: 4 wavefronts on
-// CDNA, one per SIMD (at 61 KB of LDS a CU holds one block, whose 2 wavefronts of the
+// CDNA, one per SIMD (at 62.5 KB of LDS a CU holds one block, whose 2 wavefronts of the
 // 4-warp shape left 2 of its 4 SIMDs idle), 8 on RDNA (every K/V tile serves the 128 rows in
 // one walk over the keys).
 constexpr int kWideWarps = CANDLE_FA_AMD_SHAPES ? 8 : 4;
@@ -740,7 +751,7 @@ constexpr int kKVStages = CANDLE_FA_AMD_SHAPES ? 1 : 2;
 
 // Keys per tile of the 128-row blocks past d64 per GPU family (data): 64 on NVIDIA, whose
 // second K/V buffers and S of 32 x 64 scores per warp fit (LDS 111 KB at d128, two blocks
-// per SM; measured on the H200: d128 prefill from 0.76-0.81x to 0.87-0.92x Dao's speed
+// per SM; measured on the H200: d128 prefill from 0.76-0.85x to 0.83-0.92x Dao's speed
 // against 32 keys); 32 on AMD, whose 64 KB per workgroup holds one 32-key K/V buffer at d128.
 // The decode blocks (64 rows) and head dims to 64 take 64 keys everywhere.
 constexpr int kWideKeys = CANDLE_FA_AMD_SHAPES ? 32 : 64;
@@ -875,14 +886,15 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
         const T* const sKt = sK + st * TL::K_TILE;
         const T* const sVt = sV + st * TL::V_TILE;
         wm::lds_copy_wait();
+        // two buffers: K(n0), V(n0) (first time: Q) are in, every warp is done with tile
+        // n0 - BN; one: K(n0) (first time: Q) is in, every warp is done with V(n0 - BN)
+        __syncthreads();
         if constexpr (STAGES == 2) {
-            __syncthreads();  // K(n0), V(n0) (first time: Q) are in; every warp is done with tile n0 - BN
             if (n0 + BN < blk.n_hi) {
                 blk.template load_tile<DMAX, BN, KP, NT>(p, n0 + BN, blk.Kb, p.k_rs, p.k_bs, sK + (st ^ 1) * TL::K_TILE);
                 blk.template load_tile<DMAX, BN, TL::VP, NT, kVTransposed>(p, n0 + BN, blk.Vb, p.v_rs, p.v_bs, sV + (st ^ 1) * TL::V_TILE);
             }
         } else {
-            __syncthreads();  // K(n0) (first time: Q) is in; every warp is done with V(n0 - BN)
             blk.template load_tile<DMAX, BN, TL::VP, NT, kVTransposed>(p, n0, blk.Vb, p.v_rs, p.v_bs, sV);
         }
 
@@ -1023,19 +1035,23 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
     T* const O = static_cast<T*>(p.o) + blk.rows.o_off;
 #pragma unroll
     for (int mr = 0; mr < MR; ++mr) {
-        // per row of the lane's: 1 / sum, and where its output row starts (split-KV's partial
-        // or O's; null past the sequence), worked out once, not per element
+        // per row of the lane's, worked out once, not per element: 1 / sum, its query and
+        // head, whether it is within the sequence (in), and where its output row starts
+        // (split-KV's partial or O's, from p.o or O)
         float inv[RG];
         long orow[RG];
         bool in[RG];
+        int qi[RG], qh[RG];
 #pragma unroll
         for (int g = 0; g < RG; ++g) {
             l_run[mr][g] = AR::sum(l_run[mr][g]);
             const bool empty = l_run[mr][g] == 0.f || l_run[mr][g] != l_run[mr][g];
             inv[g] = split ? 1.f : (empty ? 0.f : 1.f / l_run[mr][g]);
-            const int pr = block_row(mr, g), i = pr / G, head = blk.head0 + pr % G;
-            in[g] = i < blk.sq;
-            orow[g] = split ? blk.partial(p, i, head) - static_cast<float*>(p.o) : (long)i * p.o_rs + (long)head * p.o_hs;
+            const int pr = block_row(mr, g);
+            qi[g] = pr / G;
+            qh[g] = blk.head0 + pr % G;
+            in[g] = qi[g] < blk.sq;
+            orow[g] = split ? blk.partial(p, qi[g], qh[g]) - static_cast<float*>(p.o) : (long)qi[g] * p.o_rs + (long)qh[g] * p.o_hs;
         }
         if (split) {
 #pragma unroll
@@ -1057,14 +1073,13 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
         if (AR::lane_in_row() != 0) continue;
 #pragma unroll
         for (int g = 0; g < RG; ++g) {
-            const int pr = block_row(mr, g), i = pr / G, head = blk.head0 + pr % G;
-            if (i >= blk.sq) continue;
+            if (!in[g]) continue;
             if (split) {
-                float* const part = blk.partial(p, i, head);
+                float* const part = static_cast<float*>(p.o) + orow[g];
                 part[p.d] = m_run[mr][g];
                 part[p.d + 1] = l_run[mr][g];
             } else {
-                blk.write_lse(p, i, head, m_run[mr][g], l_run[mr][g]);
+                blk.write_lse(p, qi[g], qh[g], m_run[mr][g], l_run[mr][g]);
             }
         }
     }
