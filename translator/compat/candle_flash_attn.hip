@@ -1117,10 +1117,14 @@ __global__ void __launch_bounds__(THREADS) combine(Params p) {
 }
 
 // Blocks that keep the GPU busy; a query tile is split over at most MAX_SPLITS blocks, each
-// with at least MIN_SPLIT_KEYS keys.
+// with at least MIN_SPLIT_KEYS keys, or MIN_SPLIT_KEYS_WIDE in blocks of more than 64 rows
+// (prefill), whose partials (a row of f32 per block row) and merge cost more than a
+// 256-key share saves: H200, b1 prefill at 512 keys d128, 0.079 ms split in two against
+// 0.055 ms whole (Dao's 0.037-0.041 ms).
 constexpr long BUSY_BLOCKS = 512;
 constexpr int MAX_SPLITS = 64;
 constexpr int MIN_SPLIT_KEYS = 256;
+constexpr int MIN_SPLIT_KEYS_WIDE = 512;
 
 // Which kernel takes a head-dim tile: up to 128 the matrix tiles (the G heads of a kv head
 // packed per query: gridDim.y is h_k), to 256 the wide matrix tiles, 512 (paged decode) the
@@ -1172,7 +1176,8 @@ void launch(const Params& p, hipStream_t stream) {
     const long blocks = (long)qtiles * (p.h / G) * p.b;
     long splits = blocks >= BUSY_BLOCKS ? 1 : (BUSY_BLOCKS + blocks - 1) / blocks;
     splits = splits < MAX_SPLITS ? splits : MAX_SPLITS;
-    splits = splits < p.seqlen_k / MIN_SPLIT_KEYS ? splits : p.seqlen_k / MIN_SPLIT_KEYS;
+    const int min_keys = F::block_rows(p) > 64 ? MIN_SPLIT_KEYS_WIDE : MIN_SPLIT_KEYS;
+    splits = splits < p.seqlen_k / min_keys ? splits : p.seqlen_k / min_keys;
     if (splits > 1) {
         Params s = p;
         s.splits = (int)splits;
