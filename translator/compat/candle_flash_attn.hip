@@ -46,6 +46,18 @@ template <> __device__ __forceinline__ candle_bf16 from_f32<candle_bf16>(float v
 
 __device__ __forceinline__ float shfl_xor(float v, int mask) { return candle_shfl_xor(v, mask, WARP); }
 
+// v as the wavefront's first lane holds it, for a value the code knows to be the same on
+// every lane: the compiler then keeps it, and the tests of it, in scalar registers and
+// branches, where a per-lane test held through the key loop is a lane mask (a pair of SGPRs
+// on CDNA's wave64). Elsewhere v itself.
+__device__ __forceinline__ int wave_uniform(int v) {
+#if defined(__AMDGCN__)
+    return __builtin_amdgcn_readfirstlane(v);
+#else
+    return v;
+#endif
+}
+
 // 2^x of the online softmax (x <= 0): the hardware's instruction alone
 // (candle_wmma::exp2_approx: v_exp_f32, MUFU.EX2), whose results below 2^-126 are flushed to
 // zero: a probability that small beside the row's largest, 1, adds nothing an f32 sum keeps.
@@ -111,6 +123,12 @@ constexpr bool kHeavyFirst = true;
 // b: the keys the block looks at (none past the row's sequence), w: the window, m: the
 // mm-prefix keys.
 constexpr int kNoHigh = 0x7fffffff, kNoLow = -kNoHigh - 1;
+// A window wider than any sequence (2^30 keys), which pos +- kFar does not overflow
+constexpr int kFar = 1 << 30;
+// The mm-prefix ranges of a batch that has none: one empty range; the alibi slope of a head
+// without alibi
+__device__ const int32_t kNoRanges[2] = {0, 0};
+__device__ const float kNoSlope[1] = {0.f};
 struct RowMask {
     int blo, bend, wlo, wend, mlo, mend;   // [lo, end) each
     __device__ __forceinline__ bool sees(int j) const { return j >= blo && j < bend && ((j >= wlo && j < wend) || (j >= mlo && j < mend)); }
@@ -171,7 +189,17 @@ struct Block {
     const int32_t* table;
     const int32_t* ranges;
     Mode mode;
+    // the mask and score options as numbers, not flags (see row_mask): a row at position pos
+    // sees the window [pos - w_lo, pos + w_hi) and the mm_n mm-prefix ranges at `ranges` (at
+    // least one); alibi_j is 1 where alibi's bias is slope * j (causal), 0 where it is
+    // -slope * |pos - j|; plain is 1 where a score is q·k times the scale alone (no softcap,
+    // no alibi)
+    int w_lo, w_hi, mm_n, plain;
+    float alibi_j;
     float slope;
+    // the slope of block head head0 + r at slopes[r * slope_step] (kNoSlope's 0 without alibi)
+    const float* slopes;
+    int slope_step;
 
     // false when the block has no query row (a tile past a short varlen sequence)
     __device__ __forceinline__ bool init(const Params& p, int BM, int BN, int G) {
@@ -201,13 +229,21 @@ struct Block {
         Kb = static_cast<const T*>(p.k) + (long)kv_head * p.k_hs + (table != nullptr ? 0 : k_off);
         Vb = static_cast<const T*>(p.v) + (long)kv_head * p.v_hs + (table != nullptr ? 0 : v_off);
         slope = p.alibi != nullptr ? p.alibi[(long)bi * p.alibi_bs + head0] : 0.f;
+        slopes = p.alibi != nullptr ? p.alibi + (long)bi * p.alibi_bs + head0 : kNoSlope;
+        slope_step = p.alibi != nullptr ? 1 : 0;
         mode = mask_mode(p);
         off = sk - sq;
-        ranges = (p.mm != nullptr && p.mm_max > 0 && mode != NO_MASK) ? p.mm + (long)bi * p.mm_bs : nullptr;
+        const int32_t* const mm = (p.mm != nullptr && p.mm_max > 0 && mode != NO_MASK) ? p.mm + (long)bi * p.mm_bs : nullptr;
+        ranges = mm != nullptr ? mm : kNoRanges;
+        mm_n = mm != nullptr ? p.mm_max : 1;
+        w_hi = mode == NO_MASK ? kFar : p.wr + 1;
+        w_lo = mode == LOCAL ? p.wl : kFar;
+        alibi_j = mode == CAUSAL ? 1.f : 0.f;
+        plain = p.softcap_in <= 0.f && p.alibi == nullptr && p.scale > 0.f;
         const int q_first = m0 / G, q_last = (min(m0 + BM, sq * G) - 1) / G;
         n_lo = 0;
         n_hi = sk;
-        if (mode != NO_MASK && ranges == nullptr) {
+        if (mode != NO_MASK && mm == nullptr) {
             n_hi = max(0, min(sk, q_last + off + p.wr + 1));
             if (mode == LOCAL) n_lo = max(0, q_first + off - p.wl);
         }
@@ -227,23 +263,21 @@ struct Block {
     // Which keys query row i sees (RowMask). A row past the sequence (zero queries, its
     // output never written) sees the block's keys like the others: testing i < sq here
     // kept that lane mask live through the key loop, an SGPR spill on CDNA.
+    // The mode is data here (w_lo, w_hi, mm_n), not tests: the compiler hoists a test of a
+    // block's constant out of the key loop and holds its result there, which on CDNA's
+    // wave64 is a pair of SGPRs per test.
     __device__ __forceinline__ RowMask row_mask(const Params& p, int i) const {
-        RowMask w{n_lo, min(sk, n_hi), kNoLow, kNoHigh, 0, 0};
-        if (mode == NO_MASK) return w;
+        (void)p;
         const int pos = i + off;
-        w.wend = pos + p.wr + 1;
-        if (mode == LOCAL) w.wlo = pos - p.wl;
-        if (ranges != nullptr) {
-            w.mlo = kNoHigh;
-            w.mend = kNoLow;
-            for (int r = 0; r < p.mm_max; ++r) {
-                const int start = ranges[2 * r], end = ranges[2 * r + 1];
-                if (start < end && pos >= start && pos < end) {
-                    w.mlo = min(w.mlo, start);
-                    w.mend = max(w.mend, end);
-                }
+        RowMask w{n_lo, n_hi, pos - w_lo, pos + w_hi, kNoHigh, kNoLow};
+        int r = 0;
+        do {  // (at least one range, kNoRanges where there are none: no test before the loop)
+            const int start = ranges[2 * r], end = ranges[2 * r + 1];
+            if (start < end && pos >= start && pos < end) {
+                w.mlo = min(w.mlo, start);
+                w.mend = max(w.mend, end);
             }
-        }
+        } while (++r < mm_n);
         return w;
     }
 
@@ -260,9 +294,13 @@ struct Block {
     // unseen key added, not selected: no lane mask per key, which on a CDNA wavefront would be
     // a pair of SGPRs each). Alibi as upstream's: +slope * j when causal (the same output as
     // the form below, a softmax_lse shifted by slope * (i + off)), else -slope * |i + off - j|.
+    // BIAS_ALWAYS: the bias added without a test of p.alibi (sl is 0 where there is none:
+    // fwd_tiles on AMD, kBiasAlways)
+    template <bool BIAS_ALWAYS = false>
     __device__ __forceinline__ float score(const Params& p, float s, unsigned seen, float sl, int i, int j) const {
         if (p.softcap_in > 0.f) s = tanhf(s * p.softcap_in);
-        s = p.alibi != nullptr ? s * p.scale + (mode == CAUSAL ? sl * (float)j : -sl * (float)abs(i + off - j)) : s * p.scale;
+        const float bias = sl * fmaf(alibi_j, (float)j, (alibi_j - 1.f) * (float)abs(i + off - j));
+        s = BIAS_ALWAYS || p.alibi != nullptr ? s * p.scale + bias : s * p.scale;
         return s * 1.4426950408889634f + __int_as_float(int((seen - 1u) & 0xff800000u));
     }
 
@@ -297,14 +335,17 @@ struct Block {
                 const T* src = base + (long)(n0 + r0) * rs + c;
                 const long step = (long)RS * rs;
                 T* const d = dst + r0 * KP + c;
-                const bool c_in = c < p.d;
-                if (c_in && n0 + BN <= sk) {
+                // the tile's rows this thread copies, none where its columns are past d (a
+                // number, not a flag: a per-lane flag held through the key loop is a pair of
+                // SGPRs on CDNA)
+                const int rows_in = c < p.d ? sk - n0 : kNoLow;
+                if (BN <= rows_in) {
 #pragma unroll
                     for (int t = 0; t < N / NT; ++t, src += step) candle_wmma::lds_copy16(d + t * RS * KP, src);
                 } else {
 #pragma unroll
                     for (int t = 0; t < N / NT; ++t, src += step) {
-                        if (c_in && n0 + r0 + t * RS < sk) candle_wmma::lds_copy16(d + t * RS * KP, src);
+                        if (r0 + t * RS < rows_in) candle_wmma::lds_copy16(d + t * RS * KP, src);
                         else *reinterpret_cast<uint4*>(d + t * RS * KP) = make_uint4(0, 0, 0, 0);
                     }
                 }
@@ -314,7 +355,8 @@ struct Block {
                     const int e = threadIdx.x + t * NT;
                     if (N % NT != 0 && e >= N) break;
                     const int r = e / V8, c = (e % V8) * 8, j = n0 + r;
-                    const bool in = j < sk && c < p.d;
+                    // (j >= 0: no key where the columns are past d, without a flag per copy)
+                    const bool in = j < (c < p.d ? sk : 0);
                     if constexpr (TRANSPOSED) {
                         union { uint4 u; T t[8]; } v;
                         v.u = make_uint4(0, 0, 0, 0);
@@ -743,6 +785,12 @@ constexpr float kRescaleSlack = 8.f;
 // hipcc: up to 230 VGPRs to scratch in the 64-row d128 kernel on gfx1100)
 constexpr bool kScaleInExponent = !CANDLE_FA_AMD_SHAPES;
 
+// Whether the masked tiles add alibi's bias without testing for alibi, per GPU family (data):
+// on AMD, where the test, held through the key loop, is a pair of SGPRs on CDNA's wave64 (a
+// slope of 0 without alibi: kNoSlope); on NVIDIA the test, whose masked tiles (64 scores per
+// lane) would otherwise pay the bias's multiply-adds
+constexpr bool kBiasAlways = CANDLE_FA_AMD_SHAPES;
+
 // K/V buffers in LDS per GPU family (data): two of each on NVIDIA, the next tile's copies
 // issued at the top of the current one's work, a block barrier per tile; one of each on AMD
 // (two at d128 would pass its 64 KB per workgroup), K(n + BN) loaded under O += P V(n) and
@@ -847,7 +895,8 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
     // a pair of logical warps works while its first has a row: uniform over a wavefront on
     // every arch (CDNA's wave64 is such a pair: its two tiles are one instruction's, and its
     // halves share the wavefront barriers of the portable path)
-    const bool working = m0 + (warp / 2 * 2 * MRW + pass * MR) * 16 < nrows;
+    // (wave_uniform: tested in scalar registers, not as a lane mask held through the loop)
+    const bool working = m0 + (wave_uniform(warp / 2 * 2) * MRW + pass * MR) * 16 < nrows;
     // this lane's rows: the block row of group g of row block mr (of its own warp or, on
     // CDNA's matrix cores, of the wavefront's other logical warp)
     auto block_row = [&](int mr, int g) { return m0 + ((tile_warp + AR::tile(g)) * MRW + pass * MR + mr) * 16 + AR::row(g); };
@@ -926,7 +975,7 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
             // the scores in the exp2 domain are k * S: on tiles every row sees whole the scale
             // times log2(e), in the exponent's multiply-add below (kScaleInExponent) or here;
             // elsewhere the scores are scaled and masked here (k = 1)
-            const bool whole = n0 >= blk.full_lo && n0 + BN <= blk.full_hi && p.softcap_in <= 0.f && p.alibi == nullptr && p.scale > 0.f;
+            const bool whole = n0 >= blk.full_lo && n0 + BN <= blk.full_hi && blk.plain;
             const float sl2 = p.scale * 1.4426950408889634f;
             const float k = kScaleInExponent && whole ? sl2 : 1.f;
             if (whole) {
@@ -945,14 +994,14 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
                     for (int g = 0; g < RG; ++g) {
                         const int pr = block_row(mr, g), i = pr / G;
                         const uint64_t seen = blk.row_mask(p, i).bits64(n0);
-                        const float sl = p.alibi != nullptr ? p.alibi[(long)blockIdx.z * p.alibi_bs + blk.head0 + pr % G] : 0.f;
+                        const float sl = kBiasAlways || p.alibi != nullptr ? blk.slopes[(pr % G) * blk.slope_step] : 0.f;
 #pragma unroll
                         for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
                             for (int s = 0; s < sf[mr][nb].num_elements; ++s) {
                                 if (AR::group(s) != g) continue;
                                 const int kc = nb * 16 + AR::col(s);
-                                sf[mr][nb].x[s] = blk.score(p, sf[mr][nb].x[s], unsigned(seen >> kc) & 1u, sl, i, n0 + kc);
+                                sf[mr][nb].x[s] = blk.template score<kBiasAlways>(p, sf[mr][nb].x[s], unsigned(seen >> kc) & 1u, sl, i, n0 + kc);
                             }
                     }
             }
