@@ -20,7 +20,7 @@ const AMD_EMULATED_ROWS: &[&str] = &["12", "128"];
 const SHOWN_ROWS: &[&str] = &["1", "8", "12", "128"];
 
 pub fn section(md: &mut String, results: &Path) -> Result<()> {
-    md.push_str("## Numerics: quantized matmul error, ROCm and CUDA, H100\n\n");
+    md.push_str("## Numerics: quantized matmul error, ROCm and CUDA\n\n");
     match super::provenance::read_for_report(&results.join(QMATMUL))? {
         Some(t) => qmatmul(md, &t)?,
         None => writeln!(md, "Not measured yet ({COMMAND}).\n")?,
@@ -30,7 +30,7 @@ pub fn section(md: &mut String, results: &Path) -> Result<()> {
         Some(t) => amd_emulated(md, &t)?,
         None => writeln!(md, "Not measured yet ({AMD_EMULATED_COMMAND}).\n")?,
     }
-    md.push_str("## Numerics: teacher-forced logits of the made-up LLMs, H100\n\n");
+    md.push_str("## Numerics: teacher-forced logits of the made-up LLMs\n\n");
     match super::provenance::read_for_report(&results.join(TEACHER_FORCED))? {
         Some(t) => teacher_forced(md, &t)?,
         None => writeln!(md, "Not measured yet ({COMMAND}).\n")?,
