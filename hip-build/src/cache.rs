@@ -4,11 +4,12 @@
 //! workspace of its own), and the AMD compile check compiles the same units again:
 //! with a cache they compile once.
 //!
-//! An entry is keyed by everything that makes the unit: hipcc's path and version,
-//! the kernel directory's path and the bytes of every file in it, the unit, its kind,
-//! its arches, include directories and extra flags. It holds the output and its
-//! depfile; it is written to a temporary directory and renamed into place, so a
-//! concurrent build sees it whole or not at all.
+//! An entry is keyed by everything that makes the unit: the compiler (all that
+//! `hipcc --version` prints: the same ROCm root's hipcc reached from the host and
+//! from inside the root is one compiler), the kernel directory's path and the bytes
+//! of every file in it, the unit, its kind, its arches, include directories and
+//! extra flags. It holds the output and its depfile; it is written to a temporary
+//! directory and renamed into place, so a concurrent build sees it whole or not at all.
 
 use std::path::{Path, PathBuf};
 
@@ -39,8 +40,8 @@ impl KernelCache {
         collect_files(kernels_dir, &mut files)?;
         files.sort();
         let mut digest = Digest::default();
-        digest.add(hipcc.path().to_string_lossy().as_bytes());
-        digest.add(hipcc.version().map_err(|e| e.to_string())?.as_bytes());
+        // the compiler by what it says it is, not by the path that reaches it
+        digest.add(hipcc.version_text().map_err(|e| e.to_string())?.as_bytes());
         digest.add(kernels_dir.to_string_lossy().as_bytes());
         for file in &files {
             digest.add(file.strip_prefix(kernels_dir).unwrap_or(file).to_string_lossy().as_bytes());

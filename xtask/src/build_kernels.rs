@@ -5,7 +5,9 @@
 //! `cargo xtask rocm-root` makes (made first when absent). With `--each-arch`
 //! the arches are compiled one after another into `OUT/ARCH`, each with its
 //! wall time, kernel parity and warnings (counted, and compared with the
-//! record in bench/results/kernel-warnings/: a new one is named).
+//! record in bench/results/kernel-warnings/: a new one is named). With `--rocm`
+//! the units compiled are kept in the root's kernel cache, where the kernels
+//! crate's build inside the root (`cargo xtask rocm-backend`) finds them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +15,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use hip_build::cache::KernelCache;
 use hip_build::kernel_names::{self, Reference};
 use hip_build::{compile_all_with_progress, plan, Hipcc};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -63,8 +66,13 @@ pub fn run(args: BuildArgs) -> Result<ExitCode> {
         [all] if all == "all" => hip_build::CURRENT_ARCHES.iter().map(|a| a.to_string()).collect(),
         list => list.to_vec(),
     };
-    let (hipcc, release) = match &args.rocm {
-        Some(release) => (Hipcc::at(rocm::root::ensure(release, None, None)?.hipcc()), release.clone()),
+    // with --rocm, the root's kernel cache keeps what compiles, for the kernels crate
+    // built inside the root (cargo xtask rocm-backend): compiled once per arch
+    let (hipcc, release, cache_dir) = match &args.rocm {
+        Some(release) => {
+            let rocm_root = rocm::root::ensure(release, None, None)?;
+            (Hipcc::at(rocm_root.hipcc()), release.clone(), Some(rocm_root.kernels_cache()))
+        }
         None => {
             let hipcc = Hipcc::locate()?;
             let version = hipcc.version()?;
@@ -73,7 +81,7 @@ pub fn run(args: BuildArgs) -> Result<ExitCode> {
                 Some((major, minor)) => format!("host-{major}.{minor}"),
                 None => format!("host-{version}"),
             };
-            (hipcc, release)
+            (hipcc, release, None)
         }
     };
     let version = hipcc.version()?;
@@ -83,6 +91,12 @@ pub fn run(args: BuildArgs) -> Result<ExitCode> {
     if !kernels.is_dir() {
         bail!("{} does not exist: run cargo xtask regen first", kernels.display());
     }
+    // canonical, as the kernels crate's build names it: the cache is keyed by the path
+    let kernels = kernels.canonicalize().with_context(|| format!("resolving {}", kernels.display()))?;
+    let cache = match &cache_dir {
+        Some(dir) => Some(KernelCache::open(dir.clone(), &hipcc, &kernels).map_err(|e| anyhow::anyhow!(e))?),
+        None => None,
+    };
     let parallelism = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let reference = if args.no_parity {
         None
@@ -103,6 +117,11 @@ pub fn run(args: BuildArgs) -> Result<ExitCode> {
         println!("build-kernels: {} files for {} with hipcc {version} ({} jobs)", jobs.len(), build_arches.join(","), parallelism);
         let (results, wall) = compile(&hipcc, jobs, parallelism);
         let failed = results.iter().filter(|r| r.result.is_err()).count();
+        if let Some(cache) = &cache {
+            for r in results.iter().filter(|r| r.result.is_ok()) {
+                cache.store(&r.job).map_err(|e| anyhow::anyhow!(e))?;
+            }
+        }
         let warnings = kernel_warnings::count(results.iter().filter_map(|r| r.output.as_ref()).flat_map(|o| kernel_warnings::parse(&o.stderr, &kernels)));
         let label = build_arches.join(",");
         let new = kernel_warnings::new_since(&warnings, record.get(&label));

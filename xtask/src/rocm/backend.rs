@@ -128,6 +128,9 @@ fn cargo_tests(root: &RocmRoot, workspace: &Path, manifest: &str, selection: &[&
     cmd.current_dir(workspace).args(["test", "--manifest-path", manifest]).args(selection).arg("--target-dir").arg(target_dir);
     scrub_host_cargo_env(&mut cmd);
     cmd.env("SKIP_BINDGEN", "1").env("CANDLE_ROCM_ARCHS", archs);
+    // the units `cargo xtask build-kernels --rocm` compiled with this root's hipcc
+    // from the same sources (the workspace is seen at its host path inside the root)
+    cmd.env(hip_build::cache::ENV, root.kernels_cache());
     if no_run {
         cmd.args(["--no-run", "--message-format", "json-render-diagnostics"]);
         let out = cmd.stderr(std::process::Stdio::inherit()).output().with_context(|| format!("running cargo in the ROCm {} root", root.release))?;

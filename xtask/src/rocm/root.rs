@@ -126,6 +126,12 @@ impl RocmRoot {
     pub fn hipcc(&self) -> PathBuf {
         self.dir.join("bin/hipcc")
     }
+    /// The kernel cache of the root's hipcc (hip_build::cache): `cargo xtask
+    /// build-kernels --rocm` keeps the units it compiles there, and the kernels crate
+    /// built inside the root (`cargo xtask rocm-backend`) takes them from it.
+    pub fn kernels_cache(&self) -> PathBuf {
+        self.dir.join("kernels-cache")
+    }
     /// The root's library directory, seen from the host.
     pub fn lib_dir(&self) -> PathBuf {
         self.root().join("usr/lib/x86_64-linux-gnu")
