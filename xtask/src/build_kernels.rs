@@ -5,9 +5,11 @@
 //! `cargo xtask rocm-root` makes (made first when absent). With `--each-arch`
 //! the arches are compiled one after another into `OUT/ARCH`, each with its
 //! wall time, kernel parity and warnings (counted, and compared with the
-//! record in bench/results/kernel-warnings/: a new one is named). With `--rocm`
-//! the units compiled are kept in the root's kernel cache, where the kernels
-//! crate's build inside the root (`cargo xtask rocm-backend`) finds them.
+//! record in bench/results/kernel-warnings/: a new one is named). The units
+//! compiled are kept in a kernel cache (`--cache`; with `--rocm`, the root's),
+//! where a later build of the kernels crate from the same sources finds them
+//! (`cargo xtask rocm-backend` inside the root, the backend check of `cargo xtask
+//! releases`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,6 +56,11 @@ pub struct BuildArgs {
     /// Skip the parity check (e.g. for kernels of another release).
     #[arg(long)]
     no_parity: bool,
+    /// Keep the units compiled in this kernel cache (hip_build's, as CANDLE_ROCM_KERNELS_CACHE
+    /// names it), for a later build of the kernels crate from the same sources with the same
+    /// hipcc. Default with --rocm: the root's cache, which `cargo xtask rocm-backend` reads.
+    #[arg(long, value_name = "DIR")]
+    cache: Option<PathBuf>,
 }
 
 pub fn run(args: BuildArgs) -> Result<ExitCode> {
@@ -71,7 +78,7 @@ pub fn run(args: BuildArgs) -> Result<ExitCode> {
     let (hipcc, release, cache_dir) = match &args.rocm {
         Some(release) => {
             let rocm_root = rocm::root::ensure(release, None, None)?;
-            (Hipcc::at(rocm_root.hipcc()), release.clone(), Some(rocm_root.kernels_cache()))
+            (Hipcc::at(rocm_root.hipcc()), release.clone(), Some(args.cache.clone().unwrap_or_else(|| rocm_root.kernels_cache())))
         }
         None => {
             let hipcc = Hipcc::locate()?;
@@ -81,7 +88,7 @@ pub fn run(args: BuildArgs) -> Result<ExitCode> {
                 Some((major, minor)) => format!("host-{major}.{minor}"),
                 None => format!("host-{version}"),
             };
-            (hipcc, release, None)
+            (hipcc, release, args.cache.clone())
         }
     };
     let version = hipcc.version()?;
@@ -93,6 +100,13 @@ pub fn run(args: BuildArgs) -> Result<ExitCode> {
     }
     // canonical, as the kernels crate's build names it: the cache is keyed by the path
     let kernels = kernels.canonicalize().with_context(|| format!("resolving {}", kernels.display()))?;
+    // the units' kinds and flags as the kernels crate takes them: the MANIFEST.toml regen
+    // wrote beside these kernels (another release's own), else the pinned release's
+    let beside = kernels.parent().map(|p| p.join("MANIFEST.toml")).filter(|p| p.is_file());
+    let manifest = match &beside {
+        Some(path) => plan::KernelsManifest::read(path).map_err(|e| anyhow::anyhow!(e))?,
+        None => crate::regen::kernels_manifest(&config.kernels.static_library),
+    };
     let cache = match &cache_dir {
         Some(dir) => Some(KernelCache::open(dir.clone(), &hipcc, &kernels).map_err(|e| anyhow::anyhow!(e))?),
         None => None,
@@ -113,7 +127,7 @@ pub fn run(args: BuildArgs) -> Result<ExitCode> {
     let mut ok = true;
     let mut summary = Vec::new();
     for (build_arches, build_out) in builds {
-        let jobs = plan::kernel_jobs(&kernels, &build_out, &build_arches, &crate::regen::kernels_manifest(&config.kernels.static_library)).with_context(|| format!("listing {}", kernels.display()))?;
+        let jobs = plan::kernel_jobs(&kernels, &build_out, &build_arches, &manifest).with_context(|| format!("listing {}", kernels.display()))?;
         println!("build-kernels: {} files for {} with hipcc {version} ({} jobs)", jobs.len(), build_arches.join(","), parallelism);
         let (results, wall) = compile(&hipcc, jobs, parallelism);
         let failed = results.iter().filter(|r| r.result.is_err()).count();

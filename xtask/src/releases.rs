@@ -196,7 +196,9 @@ fn run_one(root: &Path, work: &Path, input: &Input, args: &ReleasesArgs) -> Resu
 
     let reference = version.map(|v| root.join(format!("tests/fixtures/cuda-kernels-{v}.txt"))).filter(|p| p.is_file());
     let mut kernels = Command::new(&xtask);
-    kernels.arg("build-kernels").arg("--kernels").arg(out.join("kernels")).arg("--out").arg(dir.join("hip")).args(["--arch", &args.arch]);
+    // the backend check's build of the kernels crate compiles the same units: it takes them from this cache
+    let cache = dir.join("kernels-cache");
+    kernels.arg("build-kernels").arg("--kernels").arg(out.join("kernels")).arg("--out").arg(dir.join("hip")).args(["--arch", &args.arch]).arg("--cache").arg(&cache);
     match &reference {
         Some(r) => kernels.arg("--reference").arg(r),
         None => kernels.arg("--no-parity"),
@@ -224,6 +226,7 @@ fn run_one(root: &Path, work: &Path, input: &Input, args: &ReleasesArgs) -> Resu
             .arg(root.join("target/generated"))
             .env("CANDLE_ROCM_ARCHS", &args.arch)
             .env("CANDLE_ROCM_KERNELS_DIR", out.join("kernels"))
+            .env(hip_build::cache::ENV, &cache)
             .env("SKIP_BINDGEN", "1");
         let (ok, output) = run_captured(&mut check)?;
         if !ok {
