@@ -41,7 +41,7 @@ impl KernelCache {
         files.sort();
         let mut digest = Digest::default();
         // the compiler by what it says it is, not by the path that reaches it
-        digest.add(hipcc.version_text().map_err(|e| e.to_string())?.as_bytes());
+        digest.add(compiler_identity(hipcc)?.as_bytes());
         digest.add(kernels_dir.to_string_lossy().as_bytes());
         for file in &files {
             digest.add(file.strip_prefix(kernels_dir).unwrap_or(file).to_string_lossy().as_bytes());
@@ -106,6 +106,19 @@ impl KernelCache {
             Err(e) => Err(format!("storing {} in the kernel cache {}: {e}", job.output.display(), self.dir.display())),
         }
     }
+}
+
+/// All that `hipcc --version` prints (HIP's version, clang's, its target and
+/// installed directory): which compiler this is, whatever path reaches it (a ROCm
+/// root's hipcc is the same compiler from the host, through the root's wrapper,
+/// and inside the root).
+fn compiler_identity(hipcc: &Hipcc) -> Result<String, String> {
+    let out = hipcc.command().arg("--version").output().map_err(|e| format!("running {} --version: {e}", hipcc.path().display()))?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !text.lines().any(|l| l.trim_start().starts_with("HIP version:")) {
+        return Err(format!("{} --version printed no `HIP version:` line: not a compiler to key the kernel cache by", hipcc.path().display()));
+    }
+    Ok(text)
 }
 
 /// `OUTPUT.d`, the depfile hip-build writes beside an output.

@@ -105,24 +105,15 @@ impl Hipcc {
 
     /// The HIP version hipcc reports (`HIP version: 5.2.21153-0` → `5.2.21153-0`).
     pub fn version(&self) -> Result<String, HipBuildError> {
-        let text = self.version_text()?;
-        Ok(hip_version_line(&text).unwrap_or_default().to_string())
-    }
-
-    /// All that `hipcc --version` prints (HIP's version, clang's, its target and
-    /// installed directory): which compiler this is, whatever path reaches it (a
-    /// ROCm root's hipcc is the same compiler from the host, through the root's
-    /// wrapper, and inside the root).
-    pub fn version_text(&self) -> Result<String, HipBuildError> {
         let out = self.command().arg("--version").output().map_err(HipBuildError::io(format!("running {} --version", self.path.display())))?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if hip_version_line(&text).is_none() {
-            return Err(HipBuildError::CompileFailed {
+        let text = String::from_utf8_lossy(&out.stdout);
+        match text.lines().find_map(|l| l.trim().strip_prefix("HIP version:")) {
+            Some(v) => Ok(v.trim().to_string()),
+            None => Err(HipBuildError::CompileFailed {
                 source_path: self.path.clone(),
                 stderr: format!("`--version` printed no `HIP version:` line:\n{}", trim_lines(&format!("{text}{}", String::from_utf8_lossy(&out.stderr)))),
-            });
+            }),
         }
-        Ok(text)
     }
 
     /// Checks that hipcc can target `arch` by compiling an empty kernel for it
@@ -310,11 +301,6 @@ fn arch_part(output: &Path, arch: &str) -> PathBuf {
 
 fn run(cmd: &mut Command) -> Result<Output, HipBuildError> {
     cmd.output().map_err(HipBuildError::io(format!("running {}", cmd.get_program().to_string_lossy())))
-}
-
-/// The value of `--version`'s `HIP version:` line.
-fn hip_version_line(text: &str) -> Option<&str> {
-    text.lines().find_map(|l| l.trim().strip_prefix("HIP version:")).map(str::trim)
 }
 
 /// The first [`STDERR_LINES`] lines, and how many were left out.
