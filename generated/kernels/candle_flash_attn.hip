@@ -189,7 +189,6 @@ struct Block {
     const T* Vb;
     const int32_t* table;
     const int32_t* ranges;
-    Mode mode;
     // the mask and score options as numbers, not flags (see row_mask): a row at position pos
     // sees the window [pos - w_lo, pos + w_hi) and the mm_n mm-prefix ranges at `ranges` (at
     // least one); alibi_j is 1 where alibi's bias is slope * j (causal), 0 where it is
@@ -223,7 +222,8 @@ struct Block {
         // x is the row tile, fastest in launch order; under a causal mask, the head's last
         // (longest) tile first (kHeavyFirst)
         const int t = blockIdx.x % qtiles;
-        m0 = (kHeavyFirst && mask_mode(p) == CAUSAL ? qtiles - 1 - t : t) * BM;
+        const Mode mode = mask_mode(p);
+        m0 = (kHeavyFirst && mode == CAUSAL ? qtiles - 1 - t : t) * BM;
         if (m0 >= sq * G) return false;
         Q = static_cast<const T*>(p.q) + rows.q_off + (long)head0 * p.q_hs;
         table = p.block_table != nullptr ? p.block_table + (long)bi * p.bt_bs : nullptr;
@@ -232,7 +232,6 @@ struct Block {
         slope = p.alibi != nullptr ? p.alibi[(long)bi * p.alibi_bs + head0] : 0.f;
         slopes = p.alibi != nullptr ? p.alibi + (long)bi * p.alibi_bs + head0 : kNoSlope;
         slope_step = p.alibi != nullptr ? 1 : 0;
-        mode = mask_mode(p);
         off = sk - sq;
         const int32_t* const mm = (p.mm != nullptr && p.mm_max > 0 && mode != NO_MASK) ? p.mm + (long)bi * p.mm_bs : nullptr;
         ranges = mm != nullptr ? mm : kNoRanges;
@@ -267,8 +266,7 @@ struct Block {
     // The mode is data here (w_lo, w_hi, mm_n), not tests: the compiler hoists a test of a
     // block's constant out of the key loop and holds its result there, which on CDNA's
     // wave64 is a pair of SGPRs per test.
-    __device__ __forceinline__ RowMask row_mask(const Params& p, int i) const {
-        (void)p;
+    __device__ __forceinline__ RowMask row_mask(int i) const {
         const int pos = i + off;
         RowMask w{n_lo, n_hi, pos - w_lo, pos + w_hi, kNoHigh, kNoLow};
         int r = 0;
@@ -338,8 +336,9 @@ struct Block {
                 T* const d = dst + r0 * KP + c;
                 // the tile's rows this thread copies, none where its columns are past d (a
                 // number, not a flag: a per-lane flag held through the key loop is a pair of
-                // SGPRs on CDNA)
-                const int rows_in = c < p.d ? sk - n0 : kNoLow;
+                // SGPRs on CDNA; so is one hoisted from `c < p.d ? sk - n0 : ...`, where the
+                // lane's key bound is the invariant held; n0 >= 0)
+                const int rows_in = (c < p.d ? sk : 0) - n0;
                 if (BN <= rows_in) {
 #pragma unroll
                     for (int t = 0; t < N / NT; ++t, src += step) candle_wmma::lds_copy16(d + t * RS * KP, src);
@@ -474,7 +473,7 @@ __global__ void __launch_bounds__(THREADS) fwd_rows(Params p) {
     const int key = lane % BN, part = lane / BN;
     RowMask rmask[R];
 #pragma unroll
-    for (int r = 0; r < R; ++r) rmask[r] = blk.row_mask(p, m0 + warp * R + r);
+    for (int r = 0; r < R; ++r) rmask[r] = blk.row_mask(m0 + warp * R + r);
 
     for (int n0 = (blk.n_lo / BN) * BN; n0 < blk.n_hi; n0 += BN) {
         __syncthreads();  // the previous tile's K/V (and, first time, sQ) are done with
@@ -615,7 +614,7 @@ __global__ void __launch_bounds__(THREADS) fwd_tiles_wide(Params p) {
     // the softmax's state: LPR lanes own row rr of the group's 16 (KL keys each)
     const int rr = wsub * ROWS + lane / LPR, kq = lane % LPR, i = m0 + group * 16 + rr;
     float m_run = -INFINITY, l_run = 0.f;
-    const RowMask rmask = blk.row_mask(p, i);
+    const RowMask rmask = blk.row_mask(i);
 
     for (int n0 = (blk.n_lo / BN) * BN; n0 < blk.n_hi; n0 += BN) {
         __syncthreads();  // the previous tile's K/V and P are done with (first time: Q is in)
@@ -852,12 +851,33 @@ constexpr int kArchRowBlocks = 2;
 constexpr int kArchRowBlocks = 1;
 #endif
 
+// Whether a tiles kernel states to the compiler that its block is whole wavefronts, per GPU
+// family and shape (data, from ROCm 7.2's hipcc; the device pass only: the host pass and the
+// CPU emulations have neither the statement nor the attribute below). candle_wmma's check
+// for a partial wavefront (a trap) then folds away, whose flag CDNA's tiles kernels held in
+// SGPRs through the key loop: their last SGPR spills (2-4 in 8 kernels on gfx90a, 2 in the
+// bf16 d96 one on gfx942 and gfx950). Not in gfx942's and gfx950's 128-row d128 kernels,
+// which spill nothing with the check and 2-4 VGPRs without it (at two wavefronts per SIMD).
+// The 128-row kernels that state it also keep their registers to two wavefronts per SIMD, as
+// with the check (without the attribute the d128 ones took 256 VGPRs and 2-4 AGPRs: one).
+#if defined(CANDLE_WMMA_MFMA) && defined(__AMDGCN__)
+#if defined(__gfx90a__)
+constexpr bool kWholeWavesD128 = true;
+#else
+constexpr bool kWholeWavesD128 = false;
+#endif
+template <int DMAX, int BM> constexpr bool kWholeWaves = kWholeWavesD128 || !(DMAX == 128 && BM == 128);
+#define CANDLE_FA_TILES_WAVES(dmax, bm) __attribute__((amdgpu_waves_per_eu(kWholeWaves<dmax, bm> && (bm) == 128 ? 2 : 1)))
+#else
+#define CANDLE_FA_TILES_WAVES(dmax, bm)
+#endif
+
 #ifndef CANDLE_FA_DYNAMIC_LDS
 #define CANDLE_FA_DYNAMIC_LDS(name) extern __shared__ __attribute__((aligned(16))) unsigned char name[]
 #endif
 
 template <class T, int DMAX, int BM_>
-__global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Params p) {
+__global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) CANDLE_FA_TILES_WAVES(DMAX, BM_) fwd_tiles(Params p) {
     namespace wm = candle_wmma;
     using TL = MmaTilesOf<DMAX, BM_>;
     using AR = wm::acc16_rows;
@@ -872,6 +892,14 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
 
     const int tid = threadIdx.x, warp = tid / WARP;
     const int G = p.h / p.h_k;
+#if defined(CANDLE_WMMA_MFMA) && defined(__AMDGCN__)
+    // the block is whole wavefronts (NT threads), stated to the compiler (kWholeWaves)
+    if constexpr (kWholeWaves<DMAX, BM_>) {
+        static_assert(NT % wm::detail::kWave == 0, "whole wavefronts");
+        const unsigned bx = blockDim.x, by = blockDim.y, bz = blockDim.z;
+        __builtin_assume((bx * by * bz) % wm::detail::kWave == 0);
+    }
+#endif
     Block<T> blk;
     if (!blk.init(p, BM, BN, G)) return;
     const int m0 = blk.m0, nrows = blk.sq * G;
@@ -994,7 +1022,7 @@ __global__ void __launch_bounds__((MmaTilesOf<DMAX, BM_>::THREADS)) fwd_tiles(Pa
 #pragma unroll
                     for (int g = 0; g < RG; ++g) {
                         const int pr = block_row(mr, g), i = pr / G;
-                        const uint64_t seen = blk.row_mask(p, i).bits64(n0);
+                        const uint64_t seen = blk.row_mask(i).bits64(n0);
                         const float sl = kBiasAlways || p.alibi != nullptr ? blk.slopes[(pr % G) * blk.slope_step] : 0.f;
 #pragma unroll
                         for (int nb = 0; nb < NB; ++nb)
@@ -1222,11 +1250,12 @@ template <class T, int DMAX>
 void launch(const Params& p, hipStream_t stream) {
     using F = Fwd<T, DMAX>;
     const int G = F::heads_per_row(p);
-    const int qtiles = (p.seqlen_q * G + F::block_rows(p) - 1) / F::block_rows(p);
+    const int bm = F::block_rows(p);
+    const int qtiles = (p.seqlen_q * G + bm - 1) / bm;
     const long blocks = (long)qtiles * (p.h / G) * p.b;
     long splits = blocks >= BUSY_BLOCKS ? 1 : (BUSY_BLOCKS + blocks - 1) / blocks;
     splits = splits < MAX_SPLITS ? splits : MAX_SPLITS;
-    const int min_keys = F::block_rows(p) > 64 ? MIN_SPLIT_KEYS_WIDE : MIN_SPLIT_KEYS;
+    const int min_keys = bm > 64 ? MIN_SPLIT_KEYS_WIDE : MIN_SPLIT_KEYS;
     splits = splits < p.seqlen_k / min_keys ? splits : p.seqlen_k / min_keys;
     if (splits > 1) {
         Params s = p;
