@@ -59,14 +59,15 @@ fn rdna_builtin_layouts_match_amd_tables() {
     assert!(last.ends_with(" 0 failed"), "{last}");
 }
 
-/// The generated MMQ code (generated/kernels/mmq_gguf/) on ggml's CDNA paths,
-/// gfx942 and gfx90a, MFMA (the default) and with CANDLE_HIP_NO_MMQ_MFMA, in the CPU
+/// The generated MMQ code (generated/kernels/mmq_gguf/) on ggml's CDNA paths in the CPU
 /// emulation of 64-lane wavefronts with software MFMA instructions
-/// (tests/amd_emulation/mmq_wave64/; needs bash, perl and g++; about two
-/// minutes on two cores).
+/// (tests/amd_emulation/mmq_wave64/; needs bash, perl and g++), a sample of its five
+/// configurations: gfx942's MFMA tiles and gfx90a's dp4a ones (CANDLE_HIP_NO_MMQ_MFMA).
+/// All five (gfx90a's MFMA, gfx942's dp4a, gfx950's, and the paths compared with each
+/// other): `tests/amd_emulation/mmq_wave64/run.sh`, about three minutes on two cores.
 #[test]
 fn mmq_cdna_paths_match_reference_in_wave64_emulation() {
-    run_emulation("mmq_wave64");
+    run_emulation_with("mmq_wave64", &[("MMQ_WAVE64_CONFIGS", "cdna3_mfma cdna2_dp4a")]);
 }
 
 /// Candle's row kernels (softmax, rms norm, layer norm of
@@ -99,11 +100,17 @@ fn flash_attention_matches_reference_in_wave64_emulation() {
 
 /// Runs tests/amd_emulation/NAME/run.sh; it must end "N passed, 0 failed".
 fn run_emulation(name: &str) {
+    run_emulation_with(name, &[]);
+}
+
+/// run_emulation with these environment variables.
+fn run_emulation_with(name: &str, envs: &[(&str, &str)]) {
     let root = workspace_root();
     let build = tempfile::tempdir().unwrap();
     let out = Command::new("bash")
         .arg(root.join("tests/amd_emulation").join(name).join("run.sh"))
         .arg(build.path())
+        .envs(envs.iter().copied())
         .output()
         .expect("bash");
     let stdout = String::from_utf8_lossy(&out.stdout);
