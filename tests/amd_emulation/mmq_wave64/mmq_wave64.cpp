@@ -579,9 +579,12 @@ int main() {
         }
     }
 
-    // (results 0-3 are cdna3_mfma, cdna3_dp4a, cdna2_mfma, cdna2_dp4a where all four ran)
-    const bool all_paths = kConfigs >= 4 && std::string(apis[0].name) == "gfx942" && apis[0].mfma && !apis[1].mfma &&
-                           std::string(apis[2].name) == "gfx90a" && apis[2].mfma && !apis[3].mfma;
+    // where the four CDNA2/3 configurations were built, results 0-3 are theirs (apis' order)
+#if defined(MMQ_CFG_cdna3_mfma) && defined(MMQ_CFG_cdna3_dp4a) && defined(MMQ_CFG_cdna2_mfma) && defined(MMQ_CFG_cdna2_dp4a)
+    constexpr bool all_paths = true;
+#else
+    constexpr bool all_paths = false;
+#endif
     printf("\n== the paths against each other (NMSE; float32 sums in different orders: ~1e-14) ==\n");
     if (!all_paths) printf("not compared: a sample of the configurations ran (MMQ_WAVE64_CONFIGS)\n");
     else printf("%-5s %-14s %14s %14s %14s\n", "type", "rows x K x cols", "gfx942 m/dp4a", "gfx90a m/dp4a", "MFMA 942/90a");
